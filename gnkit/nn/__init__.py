@@ -1,0 +1,5 @@
+"""Flax linen modules built on gnkit's functional blocks."""
+
+from gnkit.nn.mlp import MLP
+
+__all__ = ["MLP"]
