@@ -1,0 +1,361 @@
+"""Aggregators: functions that pool the rows of each segment into one row.
+
+The protocol is one signature, `aggregate(data, segment_ids, num_segments,
+indices_are_sorted=False)`, with `data` `[E, ..., F]`, int `segment_ids` `[E]` and a static int
+`num_segments` `S`, returning `[S, ..., F']`. jraph's segment functions fit it, and so does a bound
+Flax module such as `LCMAggregation`. The named aggregators here (`sum`, `mean`, `max`, `min`,
+`var`, `std`) are built on the safe segment ops: an empty segment gives 0 and finite gradients.
+Everything is jittable.
+
+Learned aggregation: `LCMAggregation` (Ong and Velickovic 2022, "Learnable Commutative Monoids for
+Graph Neural Networks") combines each segment's elements with a commutative learned binary operator
+in a balanced binary tree; `tree_reduce` is the tree for any binary operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gnkit import segment
+
+__all__ = [
+    "Aggregator",
+    "LCMAggregation",
+    "average_log_degree",
+    "degree_scaler",
+    "get_aggregator",
+    "max",
+    "mean",
+    "min",
+    "multi_aggregation",
+    "power_mean",
+    "softmax_aggregation",
+    "std",
+    "sum",
+    "to_dense_segments",
+    "tree_depth",
+    "tree_reduce",
+    "var",
+]
+
+
+class Aggregator(Protocol):
+    """`(data [E, ..., F], segment_ids [E], num_segments, indices_are_sorted) -> [S, ..., F']`."""
+
+    def __call__(
+        self,
+        data: jax.Array,
+        segment_ids: jax.Array,
+        num_segments: int | None,
+        indices_are_sorted: bool = False,
+    ) -> jax.Array: ...
+
+
+def sum(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Sum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    return segment.safe_segment_sum(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def mean(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Mean over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    return segment.safe_segment_mean(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def max(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Maximum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    return segment.safe_segment_max(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def min(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Minimum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    return segment.safe_segment_min(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def var(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Population variance over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    return segment.safe_segment_variance(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def std(data, segment_ids, num_segments=None, indices_are_sorted=False):
+    """Standard deviation over each segment, `[E, ...]` -> `[S, ...]`. Jittable.
+
+    0 where the variance is at most 1e-5 (empty and single-element segments included), with a
+    finite gradient everywhere; see `gnkit.segment.safe_segment_std`.
+    """
+    return segment.safe_segment_std(data, segment_ids, num_segments, indices_are_sorted)
+
+
+def softmax_aggregation(temperature: float | jax.Array = 1.0) -> Aggregator:
+    """Softmax-weighted sum, per feature: `sum_i softmax_i(t * x_i) * x_i` over each segment.
+
+    As PyTorch Geometric's `SoftmaxAggregation` (Li et al. 2020, DeeperGCN): each feature column
+    gets its own weights. `t -> 0` tends to the mean, `t -> inf` to the max, `t -> -inf` to the
+    min. `temperature` may be a traced array (e.g. a learned parameter). Returns an aggregator
+    `[E, ..., F]` -> `[S, ..., F]`, 0 on empty segments; jittable.
+    """
+
+    def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
+        weights = segment.safe_segment_softmax(
+            data * temperature, segment_ids, num_segments, indices_are_sorted
+        )
+        return segment.safe_segment_sum(
+            data * weights, segment_ids, num_segments, indices_are_sorted
+        )
+
+    return aggregate
+
+
+def power_mean(
+    p: float | jax.Array,
+    min_value: float = 1e-6,
+    max_value: float = 100.0,
+) -> Aggregator:
+    """Power mean over each segment: `(mean_i clip(x_i, min_value, max_value) ** p) ** (1 / p)`.
+
+    Like PyTorch Geometric's `PowerMeanAggregation` (DeeperGCN), defined for non-negative
+    features: inputs are clipped to `[min_value, max_value]` first. PyG clips at 0, where `x ** p`
+    has an infinite gradient for `p < 1`; the small positive floor keeps gradients finite, and an
+    empty segment gives exactly 0 (PyG also clips the mean to 100 before the root; we do not, the
+    input clip already bounds the result by `max_value`). Meant for `p > 0`; `p = 1` is the mean
+    of the clipped inputs. `p` may be traced. Returns an aggregator `[E, ...]` -> `[S, ...]`;
+    jittable.
+    """
+
+    def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
+        powers = jnp.clip(data, min_value, max_value) ** p
+        means = segment.safe_segment_mean(powers, segment_ids, num_segments, indices_are_sorted)
+        nonempty = means > 0
+        return jnp.where(nonempty, jnp.where(nonempty, means, 1.0) ** (1.0 / p), 0.0)
+
+    return aggregate
+
+
+_NAMED: dict[str, Aggregator] = {
+    "sum": sum,
+    "mean": mean,
+    "max": max,
+    "min": min,
+    "var": var,
+    "std": std,
+    "softmax": softmax_aggregation(),
+}
+
+
+def get_aggregator(aggregator: str | Aggregator) -> Aggregator:
+    """The aggregator named `aggregator` ('sum', 'mean', 'max', 'min', 'var', 'std', 'softmax').
+
+    A callable is returned unchanged, so every argument that takes an aggregator takes either.
+    """
+    if callable(aggregator):
+        return aggregator
+    if aggregator not in _NAMED:
+        raise ValueError(f"unknown aggregator {aggregator!r}; expected one of {sorted(_NAMED)}")
+    return _NAMED[aggregator]
+
+
+def multi_aggregation(*aggregators: str | Aggregator) -> Aggregator:
+    """Several aggregators side by side: their outputs concatenated along the last axis.
+
+    E.g. `multi_aggregation('mean', 'max', 'std')` maps `[E, ..., F]` to `[S, ..., 3F]` (PNA's
+    aggregators). Data needs a feature axis. Jittable.
+    """
+    if not aggregators:
+        raise ValueError("multi_aggregation needs at least one aggregator")
+    resolved = [get_aggregator(a) for a in aggregators]
+
+    def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
+        outputs = [a(data, segment_ids, num_segments, indices_are_sorted) for a in resolved]
+        return jnp.concatenate(outputs, axis=-1)
+
+    return aggregate
+
+
+_SCALERS = ("identity", "amplification", "attenuation")
+
+
+def _degree_factor(scaler: str, degree: jax.Array, delta) -> jax.Array | float:
+    if scaler == "amplification":
+        return jnp.log(degree + 1) / delta
+    if scaler == "attenuation":
+        return delta / jnp.log(jnp.maximum(degree, 1) + 1)
+    return 1.0
+
+
+def degree_scaler(
+    aggregator: str | Aggregator,
+    scaler: str | Sequence[str],
+    average_log_degree: float | jax.Array,
+) -> Aggregator:
+    """PNA's degree scalers (Corso et al. 2020) applied to an aggregator's output.
+
+    With `d` a segment's element count and `delta = average_log_degree` (the training set's mean
+    of `log(d + 1)` over receiving nodes, see `average_log_degree`): 'identity' leaves the output
+    alone, 'amplification' multiplies it by `log(d + 1) / delta`, 'attenuation' by
+    `delta / log(max(d, 1) + 1)`. The clamp keeps attenuation finite on empty segments (PyTorch
+    Geometric's `DegreeScalerAggregation` divides by `log(1) = 0` there); the safe aggregators give
+    0 on those rows anyway. A sequence of scalers concatenates the scaled outputs along the last
+    axis, `[S, ..., len(scaler) * F]`. Jittable.
+    """
+    base = get_aggregator(aggregator)
+    scalers = (scaler,) if isinstance(scaler, str) else tuple(scaler)
+    unknown = [s for s in scalers if s not in _SCALERS]
+    if unknown or not scalers:
+        raise ValueError(f"unknown scaler(s) {unknown or scalers}; expected some of {_SCALERS}")
+
+    def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
+        pooled = base(data, segment_ids, num_segments, indices_are_sorted)
+        degree = segment.segment_count(segment_ids, pooled.shape[0], indices_are_sorted)
+        degree = jnp.reshape(degree, (-1,) + (1,) * (pooled.ndim - 1)).astype(pooled.dtype)
+        outputs = [pooled * _degree_factor(s, degree, average_log_degree) for s in scalers]
+        return jnp.concatenate(outputs, axis=-1) if len(outputs) > 1 else outputs[0]
+
+    return aggregate
+
+
+def average_log_degree(degrees) -> float:
+    """`delta` for `degree_scaler`: the mean of `log(d + 1)` over `degrees` (host, NumPy).
+
+    `degrees` is the in-degree of each (real) receiving node of the training set, e.g.
+    `np.bincount(receivers, minlength=n_nodes)`.
+    """
+    return float(np.mean(np.log(np.asarray(degrees, np.float64) + 1.0)))
+
+
+def tree_depth(max_degree: int) -> int:
+    """Levels of the balanced binary tree over `max_degree` elements: `ceil(log2(max_degree))`."""
+    if max_degree < 1:
+        raise ValueError(f"max_degree must be >= 1, got {max_degree}")
+    return (max_degree - 1).bit_length()
+
+
+def to_dense_segments(
+    data: jax.Array,
+    segment_ids: jax.Array,
+    num_segments: int,
+    width: int,
+    indices_are_sorted: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """Lays each segment's elements out in a row: `[E, ...]` -> `[S, width, ...]` and a mask.
+
+    Row `s` holds segment `s`'s elements in their order in `data`, from slot 0; the mask (bool
+    `[S, width]`) is True on the first `min(count, width)` slots, and the other slots hold zeros.
+    Elements past `width` and ids outside `[0, S)` are dropped; no elements at all give an
+    all-False mask. Unsorted ids cost a stable argsort, then it is one gather. Jittable
+    (`num_segments` and `width` static).
+    """
+    mask_shape = (num_segments, width) + (1,) * (jnp.ndim(data) - 1)
+    if jnp.shape(data)[0] == 0:
+        empty = jnp.zeros((num_segments, width), bool)
+        return jnp.zeros((num_segments, width) + jnp.shape(data)[1:], data.dtype), empty
+    if indices_are_sorted:
+        order, sorted_ids = None, segment_ids
+    else:
+        order = jnp.argsort(segment_ids, stable=True)
+        sorted_ids = segment_ids[order]
+    bounds = jnp.searchsorted(sorted_ids, jnp.arange(num_segments + 1, dtype=sorted_ids.dtype))
+    starts, counts = bounds[:-1], jnp.diff(bounds)
+    slots = jnp.arange(width)
+    mask = slots[None, :] < counts[:, None]
+    sources = jnp.where(mask, starts[:, None] + slots[None, :], 0)
+    if order is not None:
+        sources = order[sources]
+    dense = jnp.take(data, sources, axis=0, mode="clip")
+    return jnp.where(jnp.reshape(mask, mask_shape), dense, 0), mask
+
+
+def tree_reduce(
+    binary_op: Callable[[jax.Array, jax.Array], jax.Array],
+    data: jax.Array,
+    segment_ids: jax.Array,
+    num_segments: int,
+    max_degree: int,
+    indices_are_sorted: bool = False,
+) -> jax.Array:
+    """Reduces each segment with `binary_op` in a balanced binary tree: `[E, ...]` -> `[S, ...]`.
+
+    A segment's elements `e0 .. e{n-1}` (in their order in `data`) are paired level by level,
+    `(e0, e1), (e2, e3), ...`; an odd last element is carried up unchanged, so five elements give
+    `op(op(op(e0, e1), op(e2, e3)), e4)`. The tree depends only on `n`, not on `max_degree` or on
+    other segments: padding slots never enter `binary_op`'s results. A one-element segment gives
+    the element, an empty one zeros. `max_degree` (static) must be at least the largest segment
+    size; elements past it are dropped. There are `tree_depth(max_degree)` levels and
+    `binary_op(a, b)` is called once per level on arrays `[S, k, ...]` (the slots that do not hold
+    two real elements are computed on zeros and discarded, so `binary_op(0, 0)` must be finite).
+    `binary_op` need not be commutative; the order is `op(left, right)`. Jittable.
+    """
+    depth = tree_depth(max_degree)
+    nodes, mask = to_dense_segments(data, segment_ids, num_segments, max_degree, indices_are_sorted)
+    padding = 2**depth - max_degree
+    nodes = jnp.pad(nodes, [(0, 0), (0, padding)] + [(0, 0)] * (nodes.ndim - 2))
+    mask = jnp.pad(mask, [(0, 0), (0, padding)])
+    for _ in range(depth):
+        left, right = nodes[:, 0::2], nodes[:, 1::2]
+        has_right = mask[:, 1::2]
+        has_right = jnp.reshape(has_right, has_right.shape + (1,) * (nodes.ndim - 2))
+        nodes = jnp.where(has_right, binary_op(left, right), left)
+        mask = mask[:, 0::2]
+    return nodes[:, 0]
+
+
+class LCMAggregation(nn.Module):
+    """Learnable commutative monoid aggregation (Ong and Velickovic 2022).
+
+    `op(a, b) = (GRU(input=a, hidden=b) + GRU(input=b, hidden=a)) / 2` is commutative by
+    construction; `tree_reduce` applies it over each segment in a tree of depth
+    `ceil(log2(max_degree))`. Called as an `Aggregator`: `[E, F_in]` -> `[S, features]`, jittable.
+
+    Attributes:
+      features: output size (PyG's `out_channels`), also the GRU's hidden size.
+      max_degree: static bound on the number of elements of a segment (PyG's `max_num_elements`);
+        elements past it are dropped.
+      project: apply `activation(Dense(features))` to the inputs first, as PyG's `project=True`.
+        Without it the input size must equal `features`.
+      activation: the projection's activation (PyG: ReLU).
+
+    Differences from PyTorch Geometric's `LCMAggregation`:
+      - Padding: PyG pads every segment with zero vectors to the batch's largest degree and folds
+        those zeros in through the GRU, so a node's output changes with the other nodes' degrees
+        (a one-element segment does not give its element back). Here missing elements are carried
+        up unchanged: the result depends only on the segment's own elements.
+      - Empty segments give zeros (PyG: the GRU tree over zero vectors).
+      - Unsorted ids are accepted (a stable argsort keeps each segment's element order); PyG
+        requires sorted ids.
+      - Flax's `GRUCell` has one bias per reset/update gate where PyTorch's has two that add up:
+        the same functions, but weights map over by summing those biases.
+    As in PyG, the tree follows the elements' order, so the whole aggregation is not permutation
+    invariant beyond two elements (only each combine step is).
+    """
+
+    features: int
+    max_degree: int
+    project: bool = True
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+
+    def setup(self):
+        self.projection = nn.Dense(self.features) if self.project else None
+        self.gru = nn.GRUCell(self.features)
+
+    def combine(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        """The commutative operator on `[..., features]` arrays: both GRU orders, averaged."""
+        inputs = jnp.stack([a, b])
+        hidden = jnp.stack([b, a])
+        updated, _ = self.gru(hidden, inputs)
+        return (updated[0] + updated[1]) / 2
+
+    def __call__(self, data, segment_ids, num_segments, indices_are_sorted=False):
+        if self.project:
+            data = self.activation(self.projection(data))
+        elif data.shape[-1] != self.features:
+            raise ValueError(
+                f"LCMAggregation(project=False) needs inputs of size features={self.features}, "
+                f"got {data.shape[-1]}"
+            )
+        return tree_reduce(
+            self.combine, data, segment_ids, num_segments, self.max_degree, indices_are_sorted
+        )

@@ -1,0 +1,145 @@
+"""Multi-head attention over a graph's edges: dot-product self-attention and GAT.
+
+Each node attends over its incoming edges: the weights are a softmax over the edges that share a
+receiver (the safe softmax, so a node without incoming edges gets zeros, never NaN), and the new
+node features are the weighted sum of the senders' values. Node features are arrays `[N, F]`.
+The blocks hold no parameters: projections come from the caller's update callables, which may
+return `[N, H * D]` (split into `H` heads here) or `[N, H, D]`. Jittable, vmappable, differentiable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from gnkit.blocks import GraphFn
+from gnkit.graph import GraphsTuple, require
+from gnkit.segment import safe_segment_softmax, safe_segment_sum
+
+_HEAD_COMBINERS = ("concat", "mean")
+
+
+def _split_heads(features: jax.Array, num_heads: int, source: str) -> jax.Array:
+    """`[N, H * D] -> [N, H, D]`; an `[N, H, D]` input is checked and kept."""
+    if features.ndim == 3 and features.shape[1] == num_heads:
+        return features
+    if features.ndim == 2 and features.shape[1] % num_heads == 0:
+        return features.reshape(features.shape[0], num_heads, -1)
+    raise ValueError(
+        f"{source} returned shape {features.shape}; expected [N, {num_heads} * D] or "
+        f"[N, {num_heads}, D] for num_heads={num_heads}."
+    )
+
+
+def _combine_heads(per_head: jax.Array, combine_heads: str) -> jax.Array:
+    """`[N, H, D] -> [N, H * D]` (concat) or `[N, D]` (mean)."""
+    if combine_heads == "concat":
+        return per_head.reshape(per_head.shape[0], -1)
+    return per_head.mean(axis=1)
+
+
+def _check_combine(combine_heads: str) -> None:
+    if combine_heads not in _HEAD_COMBINERS:
+        raise ValueError(f"combine_heads must be one of {_HEAD_COMBINERS}, got {combine_heads!r}.")
+
+
+def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bool):
+    """Senders and receivers, with one self-edge per node appended when asked.
+
+    Appending self-edges breaks the receiver order, so the sorted flag is then dropped.
+    """
+    if not add_self_edges:
+        return graph.senders, graph.receivers, indices_are_sorted
+    every_node = jnp.arange(graph.nodes.shape[0], dtype=graph.senders.dtype)
+    senders = jnp.concatenate([graph.senders, every_node])
+    receivers = jnp.concatenate([graph.receivers, every_node])
+    return senders, receivers, False
+
+
+def _attend(logits, values, senders, receivers, n_node, indices_are_sorted):
+    """Softmax `[E, H]` logits over each receiver's edges and sum the senders' `[N, H, D]` values."""
+    weights = safe_segment_softmax(
+        logits, receivers, n_node, indices_are_sorted=indices_are_sorted
+    )
+    messages = values[senders] * weights[..., None]
+    return safe_segment_sum(messages, receivers, n_node, indices_are_sorted=indices_are_sorted)
+
+
+def graph_attention(
+    query_fn: Callable[[jax.Array], jax.Array],
+    key_fn: Callable[[jax.Array], jax.Array],
+    value_fn: Callable[[jax.Array], jax.Array],
+    *,
+    num_heads: int = 1,
+    add_self_edges: bool = False,
+    combine_heads: str = "concat",
+    indices_are_sorted: bool = False,
+) -> GraphFn:
+    """Multi-head scaled dot-product self-attention along the edges.
+
+    With `q, k, v = query_fn(x), key_fn(x), value_fn(x)` split into `H` heads (`[N, H, D]`,
+    values `[N, H, Dv]`), each edge `j -> i` gets the logit `q_i . k_j / sqrt(D)` per head, the
+    weights are a softmax over the edges into `i`, and `x'_i = sum_j w_ij v_j`. Heads are
+    concatenated (`[N, H * Dv]`) or averaged (`[N, Dv]`). `add_self_edges` lets every node attend
+    to itself too; without it a node with no incoming edges gets zeros. `indices_are_sorted`
+    declares `graph.receivers` sorted. Replaces `graph.nodes`; no output projection or activation.
+    """
+    _check_combine(combine_heads)
+
+    def apply(graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "senders", "receivers", block="graph_attention")
+        nodes = graph.nodes
+        queries = _split_heads(query_fn(nodes), num_heads, "query_fn")
+        keys = _split_heads(key_fn(nodes), num_heads, "key_fn")
+        values = _split_heads(value_fn(nodes), num_heads, "value_fn")
+        senders, receivers, is_sorted = _edge_index(graph, add_self_edges, indices_are_sorted)
+        logits = jnp.sum(queries[receivers] * keys[senders], axis=-1)
+        logits = logits / math.sqrt(queries.shape[-1])
+        per_head = _attend(logits, values, senders, receivers, nodes.shape[0], is_sorted)
+        return graph._replace(nodes=_combine_heads(per_head, combine_heads))
+
+    return apply
+
+
+def gat(
+    project_fn: Callable[[jax.Array], jax.Array],
+    logit_fn: Callable[..., jax.Array],
+    *,
+    num_heads: int = 1,
+    negative_slope: float = 0.2,
+    use_edges: bool = False,
+    add_self_edges: bool = False,
+    combine_heads: str = "concat",
+    indices_are_sorted: bool = False,
+) -> GraphFn:
+    """A graph attention layer (Velickovic et al. 2018), multi-head.
+
+    `z = project_fn(x)` is split into `H` heads, `[N, H, D]`. For each edge `j -> i`,
+    `logit_fn(sender_nodes=z_j, receiver_nodes=z_i[, edges=e_ij])` (per-head features
+    `[E, H, D]`, edges `[E, ...]`) returns raw scores `[E, H]`; the paper's `a . [z_i || z_j]` is
+    `einsum('ehd,hd->eh', z_i, a_r) + einsum('ehd,hd->eh', z_j, a_s)`. The block applies
+    LeakyReLU(`negative_slope`), softmaxes over the edges into `i` and sets
+    `x'_i = sum_j w_ij z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`), with no
+    output activation. The paper includes `i` in its own neighbourhood: `add_self_edges=True`
+    (not combinable with `use_edges`). Replaces `graph.nodes`.
+    """
+    _check_combine(combine_heads)
+    if use_edges and add_self_edges:
+        raise ValueError("gat: added self-edges have no edge features; use_edges needs them off.")
+
+    def apply(graph: GraphsTuple) -> GraphsTuple:
+        fields = ("nodes", "senders", "receivers") + (("edges",) if use_edges else ())
+        require(graph, *fields, block="gat")
+        projected = _split_heads(project_fn(graph.nodes), num_heads, "project_fn")
+        senders, receivers, is_sorted = _edge_index(graph, add_self_edges, indices_are_sorted)
+        inputs = {"sender_nodes": projected[senders], "receiver_nodes": projected[receivers]}
+        if use_edges:
+            inputs["edges"] = graph.edges
+        logits = jax.nn.leaky_relu(logit_fn(**inputs), negative_slope)
+        per_head = _attend(logits, projected, senders, receivers, projected.shape[0], is_sorted)
+        return graph._replace(nodes=_combine_heads(per_head, combine_heads))
+
+    return apply

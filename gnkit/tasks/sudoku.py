@@ -1,0 +1,241 @@
+"""Sudoku as a graph task: the 81-cell constraint graph, the RRN paper's data recipe, metrics.
+
+The graph has one node per cell and a directed edge between every two cells that share a row, a
+column or a 3x3 box: 20 neighbours per cell, 1,620 edges, sorted by receiver. Puzzles are
+81-digit strings (or int arrays) with 0 for an empty cell.
+
+Training data follows Palm et al. (2018): puzzles are drawn from a pool of 17-given puzzles with
+their solutions, the digits are relabelled by a random permutation, and k = 0..17 random empty
+cells are revealed from the solution, giving 17..34 givens. The pool shipped in `gnkit/data/`
+holds none of the puzzles that underlie the paper's validation or test sets.
+
+Host-side functions use NumPy; `SudokuRRN`, `cell_loss` and `puzzle_metrics` are jittable.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import lzma
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gnkit.graph import GraphsTuple
+from gnkit.nn.rrn import RecurrentRelationalNetwork
+
+NUM_CELLS = 81
+NUM_EDGES = 1620
+MIN_GIVENS = 17
+MAX_GIVENS = 34
+TRAIN_POOL = "royle17_train_pool.csv.xz"
+VALID_SLICE = "rrn_valid_slice.csv.xz"
+
+
+def sudoku_edges() -> tuple[np.ndarray, np.ndarray]:
+    """The constraint graph of one board: `(senders, receivers)`, int32 `[1620]` each. Host.
+
+    Cell `i` is row `i // 9`, column `i % 9`. Edges are sorted by receiver, then sender.
+    """
+    cells = np.arange(NUM_CELLS)
+    rows, cols = cells // 9, cells % 9
+    boxes = (rows // 3) * 3 + cols // 3
+    related = (
+        (rows[:, None] == rows[None, :])
+        | (cols[:, None] == cols[None, :])
+        | (boxes[:, None] == boxes[None, :])
+    )
+    np.fill_diagonal(related, False)
+    receivers, senders = np.nonzero(related)
+    return senders.astype(np.int32), receivers.astype(np.int32)
+
+
+def batch_graph(num_puzzles: int, nodes: np.ndarray | None = None) -> GraphsTuple:
+    """`num_puzzles` copies of the constraint graph as one `GraphsTuple`. Host.
+
+    `nodes` (optional) are the puzzles' digits, int `[num_puzzles * 81]`. Receivers stay sorted.
+    """
+    senders, receivers = sudoku_edges()
+    offsets = (np.arange(num_puzzles, dtype=np.int32) * NUM_CELLS)[:, None]
+    return GraphsTuple(
+        nodes=nodes,
+        edges=None,
+        receivers=(receivers[None, :] + offsets).reshape(-1),
+        senders=(senders[None, :] + offsets).reshape(-1),
+        globals=None,
+        n_node=np.full(num_puzzles, NUM_CELLS, np.int32),
+        n_edge=np.full(num_puzzles, NUM_EDGES, np.int32),
+    )
+
+
+def parse_board(text: str) -> np.ndarray:
+    """An 81-character board (digits, `0` or `.` for blanks; whitespace ignored) as int8 `[81]`."""
+    chars = "".join(text.split()).replace(".", "0")
+    if len(chars) != NUM_CELLS or not chars.isdigit():
+        raise ValueError(
+            f"a Sudoku board is 81 characters of 0-9 or '.', got {len(chars)} characters: {text!r}"
+        )
+    return np.frombuffer(chars.encode(), np.uint8).astype(np.int8) - ord("0")
+
+
+def format_board(board: np.ndarray) -> str:
+    """A board `[81]` as nine lines with box separators, `.` for blanks."""
+    lines = []
+    for row in range(9):
+        if row in (3, 6):
+            lines.append("------+-------+------")
+        cells = [str(d) if d else "." for d in np.asarray(board)[row * 9 : row * 9 + 9]]
+        lines.append(" | ".join(" ".join(cells[c : c + 3]) for c in (0, 3, 6)))
+    return "\n".join(lines)
+
+
+def is_valid_solution(board: np.ndarray) -> bool:
+    """Whether a full board `[81]` has every digit 1-9 once per row, column and box. Host."""
+    grid = np.asarray(board).reshape(9, 9)
+    boxes = grid.reshape(3, 3, 3, 3).transpose(0, 2, 1, 3).reshape(9, 9)
+    want = np.arange(1, 10)
+    return all(
+        np.array_equal(np.sort(unit, axis=1), np.tile(want, (9, 1))) for unit in (grid, grid.T, boxes)
+    )
+
+
+def read_puzzles(source: str | Path | io.TextIOBase) -> tuple[np.ndarray, np.ndarray]:
+    """Read a `quiz,solution` CSV (plain or `.xz`; header optional). Host.
+
+    Returns `(quizzes, solutions)`, int8 `[P, 81]`. A malformed row raises `ValueError` naming
+    the file and the row number.
+    """
+    if isinstance(source, io.TextIOBase):
+        name, text = "<stream>", source.read()
+    else:
+        name = str(source)
+        raw = Path(source).read_bytes()
+        text = (lzma.decompress(raw) if name.endswith(".xz") else raw).decode()
+    quizzes, solutions = [], []
+    for row_number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or (row_number == 1 and row[0].strip().lower() in ("quiz", "quizzes", "puzzle")):
+            continue
+        try:
+            if len(row) < 2:
+                raise ValueError("expected 2 columns (quiz,solution)")
+            quiz, solution = parse_board(row[0]), parse_board(row[1])
+            if (solution == 0).any():
+                raise ValueError("the solution has blanks")
+            if ((quiz != 0) & (quiz != solution)).any():
+                raise ValueError("a given digit disagrees with the solution")
+        except ValueError as error:
+            raise ValueError(f"{name}, row {row_number}: {error}") from None
+        quizzes.append(quiz)
+        solutions.append(solution)
+    if not quizzes:
+        raise ValueError(f"{name}: no puzzles found")
+    return np.stack(quizzes), np.stack(solutions)
+
+
+def shipped_data(name: str) -> Path:
+    """Path of a data file shipped in `gnkit/data/` (e.g. `TRAIN_POOL`, `VALID_SLICE`)."""
+    return Path(str(resources.files("gnkit") / "data" / name))
+
+
+def num_givens(quizzes: np.ndarray) -> np.ndarray:
+    """Number of filled cells per puzzle, int `[P]`."""
+    return (np.asarray(quizzes) != 0).sum(axis=-1)
+
+
+def sample_puzzles(
+    rng: np.random.Generator,
+    pool_quizzes: np.ndarray,
+    pool_solutions: np.ndarray,
+    batch_size: int,
+    givens: Sequence[int] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's recipe: draw, relabel digits, reveal cells to reach `givens`. Host.
+
+    For each of `batch_size` puzzles: pick a pool puzzle with replacement, map digits 1-9 through
+    a fresh random permutation (0 stays empty), then reveal random empty cells from the solution
+    until the puzzle has `g` givens, where `g` is drawn uniformly from `givens` (each must be at
+    least the pool puzzle's own count). Returns `(quizzes, solutions)`, int8 `[batch_size, 81]`.
+    """
+    picks = rng.integers(len(pool_quizzes), size=batch_size)
+    quizzes, solutions = pool_quizzes[picks].copy(), pool_solutions[picks].copy()
+    targets = rng.choice(np.asarray(givens), size=batch_size)
+    for i in range(batch_size):
+        relabel = np.concatenate([[0], rng.permutation(9) + 1]).astype(np.int8)
+        quizzes[i], solutions[i] = relabel[quizzes[i]], relabel[solutions[i]]
+        empty = np.flatnonzero(quizzes[i] == 0)
+        extra = targets[i] - (NUM_CELLS - len(empty))
+        if extra < 0:
+            raise ValueError(f"cannot make a {targets[i]}-given puzzle from one with more givens")
+        reveal = rng.choice(empty, size=extra, replace=False)
+        quizzes[i, reveal] = solutions[i, reveal]
+    return quizzes, solutions
+
+
+class SudokuRRN(nn.Module):
+    """The RRN Sudoku model: digit, row and column embeddings into a `RecurrentRelationalNetwork`.
+
+    Each cell's input is the concatenation of three `embed_size`-d embeddings (digit 0-9, row,
+    column). Call with int `quizzes [B, 81]` and a static `num_steps`; returns logits over the
+    digits 1-9 at every step, `[num_steps, B, 81, 9]`. Jittable.
+    """
+
+    hidden_size: int = 96
+    embed_size: int = 16
+    encoder_layers: int = 3
+    message_layers: int = 3
+    update_layers: int = 3
+    cell: str = "lstm"
+    remat: bool = False
+    fixed_degree: bool = True
+
+    @nn.compact
+    def __call__(self, quizzes: jax.Array, num_steps: int, scan: bool = True) -> jax.Array:
+        batch = quizzes.shape[0]
+        cells = jnp.arange(NUM_CELLS)
+        digit = nn.Embed(10, self.embed_size, name="digit_embed")(quizzes.reshape(-1))
+        row = nn.Embed(9, self.embed_size, name="row_embed")(cells // 9)
+        col = nn.Embed(9, self.embed_size, name="col_embed")(cells % 9)
+        position = jnp.tile(jnp.concatenate([row, col], axis=-1), (batch, 1))
+        graph = batch_graph(batch)._replace(nodes=jnp.concatenate([digit, position], axis=-1))
+        hidden = self.hidden_size
+        rrn = RecurrentRelationalNetwork(
+            encoder_features=(hidden,) * self.encoder_layers,
+            message_features=(hidden,) * self.message_layers,
+            update_features=(hidden,) * self.update_layers,
+            readout_features=(9,),
+            cell=self.cell,
+            remat=self.remat,
+            receivers_sorted=True,
+            fixed_degree=20 if self.fixed_degree else None,
+            name="rrn",
+        )
+        logits = rrn(graph, num_steps, scan=scan)
+        return logits.reshape(num_steps, batch, NUM_CELLS, 9)
+
+
+def cell_loss(logits: jax.Array, solutions: jax.Array) -> jax.Array:
+    """Cross-entropy of every cell at every step, `[T, B, 81]`, targets int `[B, 81]` in 1-9."""
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    targets = jax.nn.one_hot(solutions - 1, 9, dtype=logits.dtype)
+    return -jnp.sum(log_probs * targets, axis=-1)
+
+
+def step_accuracy(
+    logits: jax.Array, quizzes: jax.Array, solutions: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Per step and puzzle: `(solved [T, B] bool, empty-cell accuracy [T, B] float)`. Jittable.
+
+    The predicted board keeps the quiz's givens and takes the most likely digit elsewhere; a puzzle
+    is solved when all 81 cells equal the solution. Cell accuracy counts the empty cells only.
+    """
+    empty = quizzes == 0
+    board = jnp.where(empty, jnp.argmax(logits, axis=-1) + 1, quizzes)
+    correct = board == solutions
+    solved = jnp.all(correct, axis=-1)
+    cell_accuracy = jnp.sum(correct & empty, axis=-1) / jnp.maximum(jnp.sum(empty, axis=-1), 1)
+    return solved, cell_accuracy
