@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from gnkit.batching import batch_np
 from gnkit.graph import GraphsTuple
 from gnkit.tasks import mass_spring, shortest_path, sorting
 
@@ -104,9 +105,10 @@ def test_shortest_path_targets_match_networkx():
         path_edges = np.flatnonzero(target.edges[:, 1])
         next_node = dict(zip(graph.senders[path_edges], graph.receivers[path_edges], strict=True))
         walk, length = [start], 0.0
-        while walk[-1] != end:
+        while walk[-1] != end and len(walk) <= n:
             walk.append(next_node[walk[-1]])
             length += undirected.edges[walk[-2], walk[-1]]["distance"]
+        assert walk[-1] == end
         assert len(walk) == len(path_edges) + 1
         assert set(np.flatnonzero(target.nodes[:, 1])) == set(walk)
         np.testing.assert_array_equal(target.nodes.sum(-1), 1.0)
@@ -148,6 +150,20 @@ def test_shortest_path_metrics_count_nodes_edges_and_solved():
     assert masked == {"node_accuracy": 2 / 3, "edge_accuracy": 1.0, "solved": 0.0}
 
 
+def test_metrics_on_generated_batches():
+    for task in (shortest_path, sorting):
+        _, targets = task.generate_graphs(10, 6)
+        batch = batch_np(targets)
+        wrong = batch._replace(nodes=batch.nodes.copy())
+        first_graph_nodes = slice(0, int(batch.n_node[0]))
+        wrong.nodes[first_graph_nodes] = wrong.nodes[first_graph_nodes, ::-1]
+        result = task.metrics(wrong, batch)
+        assert result["node_accuracy"] == pytest.approx(1 - batch.n_node[0] / batch.n_node.sum())
+        assert result["edge_accuracy"] == 1.0
+        expected_solved = 5 / 6 if task is shortest_path else 1.0
+        assert result["solved"] == pytest.approx(expected_solved)
+
+
 # Sorting.
 
 
@@ -161,7 +177,10 @@ def test_sort_graph_labels_four_elements_by_hand():
         if label
     }
     assert labelled == {(1, 3), (3, 0), (0, 2)}
-    assert len(inputs.senders) == 16 and len(set(zip(inputs.senders, inputs.receivers))) == 16
+    assert (
+        len(inputs.senders) == 16
+        and len(set(zip(inputs.senders, inputs.receivers, strict=True))) == 16
+    )
     assert np.all(np.diff(inputs.receivers) >= 0)
     np.testing.assert_allclose(inputs.nodes[:, 0], [0.3, 0.1, 0.4, 0.2])
     assert inputs.edges.shape == (16, 1) and inputs.globals.shape == (1, 1)
@@ -176,7 +195,7 @@ def test_sort_targets_spell_out_sorted_order():
         labelled = np.flatnonzero(target.edges[:, 1])
         next_node = dict(zip(graph.senders[labelled], graph.receivers[labelled], strict=True))
         walk = [int(np.flatnonzero(target.nodes[:, 1])[0])]
-        while walk[-1] in next_node:
+        while walk[-1] in next_node and len(walk) <= n:
             walk.append(next_node[walk[-1]])
         np.testing.assert_array_equal(graph.nodes[walk, 0], np.sort(graph.nodes[:, 0]))
 
@@ -188,7 +207,9 @@ def test_sort_metrics_and_determinism():
     assert result == {"node_accuracy": 3 / 4, "edge_accuracy": 7 / 8, "solved": 0.5}
     masked = sorting.metrics(outputs, targets, graph_mask=np.array([False, True]))
     assert masked == {"node_accuracy": 1.0, "edge_accuracy": 3 / 4, "solved": 0.0}
-    _assert_same_graphs(sum(sorting.generate_graphs(9, 4), []), sum(sorting.generate_graphs(9, 4), []))
+    _assert_same_graphs(
+        sum(sorting.generate_graphs(9, 4), []), sum(sorting.generate_graphs(9, 4), [])
+    )
     sizes = [int(g.n_node[0]) for g in sorting.generate_graphs(9, 30)[0]]
     assert min(sizes) >= 8 and max(sizes) <= 16
 
@@ -226,7 +247,9 @@ def test_energy_is_conserved_without_gravity_and_fixed_masses_stay():
     graph = mass_spring.chain_graph(5, 0.5)
     nodes = graph.nodes.astype(np.float64)
     nodes[1:4, 1] = [0.1, -0.05, 0.08]
-    graph = graph._replace(nodes=nodes, edges=graph.edges.astype(np.float64), globals=np.zeros((1, 2)))
+    graph = graph._replace(
+        nodes=nodes, edges=graph.edges.astype(np.float64), globals=np.zeros((1, 2))
+    )
     step_size = 1e-3
     simulator = functools.partial(mass_spring.next_velocities, step_size=step_size)
     states = mass_spring.rollout(simulator, graph, 2000, step_size)
@@ -239,7 +262,9 @@ def test_energy_is_conserved_without_gravity_and_fixed_masses_stay():
     energies = np.array([energy(state) for state in states[::50]])
     assert energies[:, 1].max() > 0.3 * energies[0, 0]  # the chain really oscillates
     np.testing.assert_allclose(energies[:, 0], energies[0, 0], rtol=0.01)
-    np.testing.assert_array_equal(states[:, [0, 4], :4], np.broadcast_to(nodes[[0, 4], :4], (2001, 2, 4)))
+    np.testing.assert_array_equal(
+        states[:, [0, 4], :4], np.broadcast_to(nodes[[0, 4], :4], (2001, 2, 4))
+    )
 
 
 def test_perturb_draws_within_bounds_and_resets_rest_lengths():
@@ -248,7 +273,9 @@ def test_perturb_draws_within_bounds_and_resets_rest_lengths():
     position_noise = graph.nodes[:, :2] - base.nodes[:, :2]
     assert np.all(np.abs(position_noise) <= 0.04) and np.abs(position_noise).max() > 0.01
     assert np.all(np.abs(graph.edges[:, 0] - 50.0) <= 5.0) and len(set(graph.edges[:, 0])) > 1
-    constants = dict(zip(zip(graph.senders, graph.receivers), graph.edges[:, 0], strict=True))
+    constants = dict(
+        zip(zip(graph.senders, graph.receivers, strict=True), graph.edges[:, 0], strict=True)
+    )
     for (sender, receiver), constant in constants.items():
         assert constants.get((receiver, sender), constant) == constant
     np.testing.assert_allclose(
@@ -266,7 +293,9 @@ def test_rollout_integrates_predicted_velocities_and_mse():
     states = mass_spring.rollout(lambda g: np.tile(drift, (4, 1)), graph, 5)
     assert states.shape == (6, 4, 5)
     for t in range(6):
-        np.testing.assert_allclose(states[t, :, :2], graph.nodes[:, :2] + 0.1 * t * drift, atol=1e-6)
+        np.testing.assert_allclose(
+            states[t, :, :2], graph.nodes[:, :2] + 0.1 * t * drift, atol=1e-6
+        )
     true = mass_spring.rollout(mass_spring.next_velocities, graph, 50)
     still = mass_spring.rollout(lambda g: np.zeros((4, 2)), graph, 50)
     displacement = true[1:, :, :2] - graph.nodes[None, :, :2]
@@ -274,7 +303,9 @@ def test_rollout_integrates_predicted_velocities_and_mse():
         np.mean(np.sum(displacement**2, axis=-1)), rel=1e-6
     )
     assert mass_spring.rollout_mse(true, true) == 0.0
-    np.testing.assert_array_equal(true[:, [0, 3], :2], np.broadcast_to(graph.nodes[[0, 3], :2], (51, 2, 2)))
+    np.testing.assert_array_equal(
+        true[:, [0, 3], :2], np.broadcast_to(graph.nodes[[0, 3], :2], (51, 2, 2))
+    )
 
 
 def test_mass_spring_generate_graphs():
@@ -286,6 +317,9 @@ def test_mass_spring_generate_graphs():
         np.testing.assert_allclose(target.nodes, mass_spring.next_velocities(graph), atol=1e-6)
     assert sum(np.abs(g.nodes[:, 2:4]).max() > 0 for g in inputs) >= 6  # mostly mid-trajectory
     assert mass_spring.metrics(targets[0].nodes + 0.5, targets[0]) == {"velocity_mse": 0.5}
+    pair = batch_np(targets[:2])
+    outputs = pair.nodes + np.repeat([[0.5], [1.0]], pair.n_node, axis=0)
+    assert mass_spring.metrics(outputs, pair, np.array([False, True])) == {"velocity_mse": 2.0}
     _assert_same_graphs(
         sum(mass_spring.generate_graphs(11, 3), []), sum(mass_spring.generate_graphs(11, 3), [])
     )

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gnkit.batching import batch_np, unbatch_np
 from gnkit.graph import GraphsTuple
 
 STEP_SIZE = 0.1
@@ -50,7 +51,7 @@ def chain_graph(n_mass: int, spacing: float) -> GraphsTuple:
     linked[[0, -1], :] = False
     receivers, senders = np.nonzero(linked)
     n_edge = len(receivers)
-    edges = np.tile(np.array([[SPRING_CONSTANT, spacing]], dtype=np.float32), (n_edge, 1))
+    edges = np.full((n_edge, 2), [SPRING_CONSTANT, spacing], dtype=np.float32)
     return GraphsTuple(
         nodes=nodes,
         edges=edges,
@@ -104,10 +105,11 @@ def random_systems(
     rng = np.random.default_rng(rng)
     sizes = rng.integers(min_masses, max_masses + 1, size=n_graphs)
     spacings = rng.uniform(min_spacing, max_spacing, size=n_graphs)
-    return [
-        perturb(rng, chain_graph(int(size), float(spacing)), node_noise, edge_noise, global_noise)
+    chains = [
+        chain_graph(int(size), float(spacing))
         for size, spacing in zip(sizes, spacings, strict=True)
     ]
+    return unbatch_np(perturb(rng, batch_np(chains), node_noise, edge_noise, global_noise))
 
 
 def next_velocities(graph: GraphsTuple, step_size: float = STEP_SIZE) -> np.ndarray:
@@ -170,16 +172,24 @@ def generate_graphs(
     Each system (from `random_systems(rng, n_graphs, min_masses, max_masses, **system_options)`)
     is simulated for `n_steps`; the input is its state at a time `t` uniform in
     `[0, n_steps - 1]`, the target a graph of the same structure with nodes `[n, 2]`, the
-    velocities at `t + 1` (edges and globals None). Host (NumPy).
+    velocities at `t + 1` (edges and globals None). The systems are simulated as one batch.
+    Host (NumPy).
     """
     rng = np.random.default_rng(rng)
     systems = random_systems(rng, n_graphs, min_masses, max_masses, **system_options)
     times = rng.integers(0, n_steps, size=n_graphs)
-    inputs, targets = [], []
-    for system, time in zip(systems, times, strict=True):
-        trajectory = rollout(next_velocities, system, int(time) + 1)
-        inputs.append(system._replace(nodes=trajectory[time]))
-        targets.append(system._replace(nodes=trajectory[time + 1, :, 2:4], edges=None, globals=None))
+    trajectory = rollout(next_velocities, batch_np(systems), int(times.max(initial=0)) + 1)
+    n_node = [len(system.nodes) for system in systems]
+    node_times = np.repeat(times, n_node)
+    node_rows = np.arange(len(node_times))
+    boundaries = np.cumsum(n_node)[:-1]
+    states = np.split(trajectory[node_times, node_rows], boundaries)
+    next_states = np.split(trajectory[node_times + 1, node_rows], boundaries)
+    inputs = [system._replace(nodes=nodes) for system, nodes in zip(systems, states, strict=True)]
+    targets = [
+        system._replace(nodes=nodes[:, 2:4], edges=None, globals=None)
+        for system, nodes in zip(systems, next_states, strict=True)
+    ]
     return inputs, targets
 
 
@@ -194,8 +204,16 @@ def rollout_mse(predicted: np.ndarray, true: np.ndarray) -> float:
     return float(np.mean(squared))
 
 
-def metrics(outputs: np.ndarray, targets: GraphsTuple) -> dict[str, float]:
-    """One-step error: `velocity_mse`, the squared error of predicted velocities `[N, 2]`
-    against `targets.nodes`, summed over x and y and averaged over masses. Host (NumPy)."""
+def metrics(
+    outputs: np.ndarray, targets: GraphsTuple, graph_mask: np.ndarray | None = None
+) -> dict[str, float]:
+    """One-step error of predicted velocities `outputs` `[N, 2]` against `targets.nodes`. Host.
+
+    `velocity_mse` is the squared error summed over x and y and averaged over masses.
+    `graph_mask` (bool `[G]`, optional) keeps only the real graphs of a padded batch.
+    """
+    n_graph = len(targets.n_node)
+    keep = np.ones(n_graph, bool) if graph_mask is None else np.asarray(graph_mask, bool)
+    node_graph = np.repeat(np.arange(n_graph), np.asarray(targets.n_node))
     squared = np.sum((np.asarray(outputs) - np.asarray(targets.nodes)) ** 2, axis=-1)
-    return {"velocity_mse": float(np.mean(squared))}
+    return {"velocity_mse": float(np.mean(squared[keep[node_graph]]))}

@@ -84,7 +84,7 @@ def dijkstra(lengths: np.ndarray, source: int) -> tuple[np.ndarray, np.ndarray]:
             break
         done[node] = True
         through_node = distance[node] + lengths[node]
-        shorter = ~done & (through_node < distance)
+        shorter = through_node < distance
         distance = np.where(shorter, through_node, distance)
         predecessor = np.where(shorter, node, predecessor)
     return distance, predecessor
@@ -112,7 +112,7 @@ def generate_graph(
         node = int(predecessor[node])
 
     receivers, senders = np.nonzero(adjacency)
-    edge_on_path = on_path[receivers] & True
+    edge_on_path = on_path[receivers] & (predecessor[receivers] == senders)
     is_start = np.arange(n_node) == start
     is_end = np.arange(n_node) == end
     node_columns = [is_start, is_end]
