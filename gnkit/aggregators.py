@@ -24,20 +24,19 @@ import numpy as np
 
 from gnkit import segment
 
+# `sum`, `max` and `min` are left out so that a star import does not shadow the builtins: use
+# them as `aggregators.sum` or by name through `get_aggregator`.
 __all__ = [
     "Aggregator",
     "LCMAggregation",
-    "average_log_degree",
     "degree_scaler",
     "get_aggregator",
-    "max",
     "mean",
-    "min",
+    "mean_log_degree",
     "multi_aggregation",
     "power_mean",
     "softmax_aggregation",
     "std",
-    "sum",
     "to_dense_segments",
     "tree_depth",
     "tree_reduce",
@@ -118,13 +117,13 @@ def power_mean(
 ) -> Aggregator:
     """Power mean over each segment: `(mean_i clip(x_i, min_value, max_value) ** p) ** (1 / p)`.
 
-    Like PyTorch Geometric's `PowerMeanAggregation` (DeeperGCN), defined for non-negative
-    features: inputs are clipped to `[min_value, max_value]` first. PyG clips at 0, where `x ** p`
-    has an infinite gradient for `p < 1`; the small positive floor keeps gradients finite, and an
-    empty segment gives exactly 0 (PyG also clips the mean to 100 before the root; we do not, the
-    input clip already bounds the result by `max_value`). Meant for `p > 0`; `p = 1` is the mean
-    of the clipped inputs. `p` may be traced. Returns an aggregator `[E, ...]` -> `[S, ...]`;
-    jittable.
+    As PyTorch Geometric's `PowerMeanAggregation` (DeeperGCN), for non-negative features, `p > 0`.
+    Differences: PyG clamps inputs at 0, where `x ** p` has an infinite gradient for `p < 1`; here
+    the floor is a small positive `min_value`, so gradients stay finite, and an empty segment gives
+    exactly 0 with zero gradient. PyG also clamps the mean of powers to 100 before the root
+    (capping the result at `100 ** (1 / p)`) and skips all clamping when `p == 1`; here the input
+    clip alone bounds the result by `max_value`, for every `p`. `p` may be traced (learned).
+    Returns an aggregator `[E, ...]` -> `[S, ...]`; jittable.
     """
 
     def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
@@ -195,7 +194,7 @@ def degree_scaler(
     """PNA's degree scalers (Corso et al. 2020) applied to an aggregator's output.
 
     With `d` a segment's element count and `delta = average_log_degree` (the training set's mean
-    of `log(d + 1)` over receiving nodes, see `average_log_degree`): 'identity' leaves the output
+    of `log(d + 1)` over receiving nodes, see `mean_log_degree`): 'identity' leaves the output
     alone, 'amplification' multiplies it by `log(d + 1) / delta`, 'attenuation' by
     `delta / log(max(d, 1) + 1)`. The clamp keeps attenuation finite on empty segments (PyTorch
     Geometric's `DegreeScalerAggregation` divides by `log(1) = 0` there); the safe aggregators give
@@ -218,7 +217,7 @@ def degree_scaler(
     return aggregate
 
 
-def average_log_degree(degrees) -> float:
+def mean_log_degree(degrees) -> float:
     """`delta` for `degree_scaler`: the mean of `log(d + 1)` over `degrees` (host, NumPy).
 
     `degrees` is the in-degree of each (real) receiving node of the training set, e.g.

@@ -60,10 +60,8 @@ def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bo
 
 
 def _attend(logits, values, senders, receivers, n_node, indices_are_sorted):
-    """Softmax `[E, H]` logits over each receiver's edges and sum the senders' `[N, H, D]` values."""
-    weights = safe_segment_softmax(
-        logits, receivers, n_node, indices_are_sorted=indices_are_sorted
-    )
+    """Softmax `[E, H]` logits over each receiver's edges; sum the senders' `[N, H, D]` values."""
+    weights = safe_segment_softmax(logits, receivers, n_node, indices_are_sorted=indices_are_sorted)
     messages = values[senders] * weights[..., None]
     return safe_segment_sum(messages, receivers, n_node, indices_are_sorted=indices_are_sorted)
 

@@ -124,7 +124,7 @@ def batch(graphs: Sequence[GraphsTuple]) -> GraphsTuple:
 
     Same layout as `batch_np`. Jittable: all shapes are static, and the node offsets are read
     from the (possibly traced) `n_node` values. Host NumPy inputs are batched in NumPy and moved to
-    the device once per leaf; device inputs stay on the device.
+    the device in one `jax.device_put`; device inputs stay on the device.
     """
     graphs = list(graphs)
     on_host = all(
@@ -133,7 +133,7 @@ def batch(graphs: Sequence[GraphsTuple]) -> GraphsTuple:
         for leaf in jax.tree_util.tree_leaves(tuple(graph))
     )
     if on_host:
-        return _tree_map(jnp.asarray, batch_np(graphs))
+        return jax.device_put(batch_np(graphs))
     return _batch(graphs, jnp)
 
 
@@ -194,7 +194,7 @@ def unbatch(graph: GraphsTuple) -> list[GraphsTuple]:
     Not jittable (output shapes depend on `n_node` / `n_edge`). The split runs on the host
     (`unbatch_np`); the pieces are then put on the device.
     """
-    return [_tree_map(jnp.asarray, piece) for piece in unbatch_np(graph)]
+    return jax.device_put(unbatch_np(graph))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,9 +217,15 @@ def _pad_indices(index, n_rows: int, value: int) -> np.ndarray | None:
     return padded
 
 
-def pad_with_graphs(
-    graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int = 2
-) -> GraphsTuple:
+def _append_padding_graphs(counts: np.ndarray, padding: int, n_padding_graphs: int) -> np.ndarray:
+    """`[G + n_padding_graphs]`: `counts`, then `padding` for the padding graph, then zeros."""
+    padded = np.zeros(counts.shape[0] + n_padding_graphs, counts.dtype)
+    padded[: counts.shape[0]] = counts
+    padded[counts.shape[0]] = padding
+    return padded
+
+
+def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int = 2) -> GraphsTuple:
     """Pads a graph to exactly `n_node` nodes, `n_edge` edges and `n_graph` graphs. Host-only.
 
     jraph's convention: one padding graph takes every padding node and edge (its edges go from
@@ -242,52 +248,67 @@ def pad_with_graphs(
             f"{pad_nodes} (needs >= 1), edges {pad_edges} (needs >= 0), graphs {pad_graphs} "
             "(needs >= 1)."
         )
-    empty_graphs = pad_graphs - 1
     return GraphsTuple(
         nodes=_tree_map(lambda leaf: _pad_rows(leaf, pad_nodes), graph.nodes),
         edges=_tree_map(lambda leaf: _pad_rows(leaf, pad_edges), graph.edges),
         receivers=_pad_indices(graph.receivers, pad_edges, real_nodes),
         senders=_pad_indices(graph.senders, pad_edges, real_nodes),
         globals=_tree_map(lambda leaf: _pad_rows(leaf, pad_graphs), graph.globals),
-        n_node=np.concatenate([real_n_node, [pad_nodes], np.zeros(empty_graphs, np.int64)]).astype(
-            real_n_node.dtype
-        ),
-        n_edge=np.concatenate([real_n_edge, [pad_edges], np.zeros(empty_graphs, np.int64)]).astype(
-            real_n_edge.dtype
-        ),
+        n_node=_append_padding_graphs(real_n_node, pad_nodes, pad_graphs),
+        n_edge=_append_padding_graphs(real_n_edge, pad_edges, pad_graphs),
     )
 
 
-def get_number_of_padding_with_graphs_graphs(padded_graph: GraphsTuple) -> jax.Array:
-    """Number of padding graphs in a graph padded by `pad_with_graphs`. Jittable (`jnp` scalar).
+def _host_padding_counts(padded_graph: GraphsTuple) -> tuple[np.integer, np.integer, np.integer]:
+    """(padding graphs, padding nodes, padding edges) computed in NumPy.
 
-    The padding graph always has at least one node and the ones after it have none, so this is
-    one plus the number of trailing graphs with zero nodes.
+    The padding graph always has at least one node and the graphs after it have none, so it is
+    the last graph with nodes (the last graph if none has nodes).
     """
-    has_nodes = jnp.asarray(padded_graph.n_node) != 0
-    trailing_empty = jnp.argmax(has_nodes[::-1])
-    return trailing_empty + 1
+    n_node = np.asarray(padded_graph.n_node)
+    n_edge = np.asarray(padded_graph.n_edge)
+    non_empty = np.flatnonzero(n_node)
+    first_padding = int(non_empty[-1]) if non_empty.size else n_node.shape[0] - 1
+    return np.int32(n_node.shape[0] - first_padding), n_node[first_padding], n_edge[first_padding]
+
+
+def _to_device(value) -> jax.Array:
+    """`value` as a device array; `jax.device_put` moves NumPy data without compiling anything
+    (`jnp.asarray` compiles a copy per shape)."""
+    return value if isinstance(value, jax.Array) else jax.device_put(value)
+
+
+def _padding_counts(padded_graph: GraphsTuple) -> tuple:
+    """As `_host_padding_counts`, or as `jnp` scalars when `n_node` / `n_edge` are traced."""
+    traced = (
+        isinstance(padded_graph.n_node, jax.core.Tracer),
+        isinstance(padded_graph.n_edge, jax.core.Tracer),
+    )
+    if not any(traced):
+        return _host_padding_counts(padded_graph)
+    n_node = jnp.asarray(padded_graph.n_node)
+    pad_graphs = jnp.argmax(n_node[::-1] != 0) + 1
+    first_padding = n_node.shape[0] - pad_graphs
+    return pad_graphs, n_node[first_padding], jnp.asarray(padded_graph.n_edge)[first_padding]
+
+
+def get_number_of_padding_with_graphs_graphs(padded_graph: GraphsTuple) -> jax.Array:
+    """Number of padding graphs in a graph padded by `pad_with_graphs`: a `jnp` scalar.
+
+    One plus the number of trailing graphs without nodes. Jittable; with concrete `n_node` it is
+    computed in NumPy, so calls on batches of many shapes compile nothing.
+    """
+    return _to_device(_padding_counts(padded_graph)[0])
 
 
 def get_number_of_padding_with_graphs_nodes(padded_graph: GraphsTuple) -> jax.Array:
-    """Number of padding nodes in a graph padded by `pad_with_graphs`. Jittable (`jnp` scalar)."""
-    n_node = jnp.asarray(padded_graph.n_node)
-    return n_node[n_node.shape[0] - get_number_of_padding_with_graphs_graphs(padded_graph)]
+    """Number of padding nodes in a graph padded by `pad_with_graphs`: a `jnp` scalar. Jittable."""
+    return _to_device(_padding_counts(padded_graph)[1])
 
 
 def get_number_of_padding_with_graphs_edges(padded_graph: GraphsTuple) -> jax.Array:
-    """Number of padding edges in a graph padded by `pad_with_graphs`. Jittable (`jnp` scalar)."""
-    n_edge = jnp.asarray(padded_graph.n_edge)
-    return n_edge[n_edge.shape[0] - get_number_of_padding_with_graphs_graphs(padded_graph)]
-
-
-def _host_padding_counts(padded_graph: GraphsTuple) -> tuple[int, int, int]:
-    """(padding graphs, padding nodes, padding edges) computed in NumPy."""
-    n_node = np.asarray(jax.device_get(padded_graph.n_node))
-    n_edge = np.asarray(jax.device_get(padded_graph.n_edge))
-    non_empty = np.flatnonzero(n_node)
-    first_padding = int(non_empty[-1]) if non_empty.size else n_node.shape[0] - 1
-    return n_node.shape[0] - first_padding, int(n_node[first_padding]), int(n_edge[first_padding])
+    """Number of padding edges in a graph padded by `pad_with_graphs`: a `jnp` scalar. Jittable."""
+    return _to_device(_padding_counts(padded_graph)[2])
 
 
 def unpad_with_graphs(padded_graph: GraphsTuple) -> GraphsTuple:
@@ -298,9 +319,9 @@ def unpad_with_graphs(padded_graph: GraphsTuple) -> GraphsTuple:
     `n_node`).
     """
     pad_graphs, pad_nodes, pad_edges = _host_padding_counts(padded_graph)
-    n_graph = num_graphs(padded_graph) - pad_graphs
-    n_node = num_nodes(padded_graph) - pad_nodes
-    n_edge = num_edges(padded_graph) - pad_edges
+    n_graph = num_graphs(padded_graph) - int(pad_graphs)
+    n_node = num_nodes(padded_graph) - int(pad_nodes)
+    n_edge = num_edges(padded_graph) - int(pad_edges)
 
     def keep(stop):
         return lambda leaf: leaf[:stop]
@@ -336,18 +357,22 @@ def _static_node_count(graph: GraphsTuple) -> int:
         ) from error
 
 
-def _leading_mask(n_real, total: int) -> jax.Array:
-    return jnp.arange(total) < n_real
+def _leading_mask(padded_graph: GraphsTuple, field: int, total: int) -> jax.Array:
+    """Bool `[total]`: True on the rows before the padding counted by `_padding_counts[field]`."""
+    n_padding = _padding_counts(padded_graph)[field]
+    if isinstance(n_padding, jax.Array):
+        return jnp.arange(total) < total - n_padding
+    return jax.device_put(np.arange(total) < total - n_padding)
 
 
 def get_node_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
     """Bool `[N]`: True for real nodes, False for padding nodes. Jittable when nodes are given.
 
     For a graph padded by `pad_with_graphs`. `N` is read from the node features; without node
-    features it is `sum(n_node)`, which needs concrete (non-traced) `n_node`.
+    features it is `sum(n_node)`, which needs concrete (non-traced) `n_node`. With concrete
+    `n_node` / `n_edge` the masks are computed in NumPy (no compile per shape).
     """
-    total = _static_node_count(padded_graph)
-    return _leading_mask(total - get_number_of_padding_with_graphs_nodes(padded_graph), total)
+    return _leading_mask(padded_graph, 1, _static_node_count(padded_graph))
 
 
 def get_edge_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
@@ -356,14 +381,12 @@ def get_edge_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
     For a graph padded by `pad_with_graphs`. `E` is read from senders, receivers or edge
     features, whichever is present.
     """
-    total = num_edges(padded_graph)
-    return _leading_mask(total - get_number_of_padding_with_graphs_edges(padded_graph), total)
+    return _leading_mask(padded_graph, 2, num_edges(padded_graph))
 
 
 def get_graph_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
     """Bool `[G]`: True for real graphs, False for padding graphs. Jittable."""
-    total = num_graphs(padded_graph)
-    return _leading_mask(total - get_number_of_padding_with_graphs_graphs(padded_graph), total)
+    return _leading_mask(padded_graph, 0, num_graphs(padded_graph))
 
 
 def _zero_where_padding(tree, mask: jax.Array):
@@ -425,8 +448,9 @@ class BucketPolicy:
     the typical graph size (graph slots only cost `globals` rows). With `shared_rung=False` each
     budget climbs its own ladder: tighter padding, but up to `R**3` shapes.
 
-    Padding overhead is about `(growth - 1) / ln(growth)` on average (1.30 for growth 1.7):
-    a smaller `growth` pads less and compiles more often.
+    For batch sizes spread evenly on a log scale, padded / real is `(growth - 1) / ln(growth)`
+    on average (1.32 for growth 1.7): a smaller `growth` pads less and compiles more often.
+    `benchmarks/bucketing.py` measures compiles and padding on a stream of random batches.
     """
 
     growth: float = 1.7
@@ -445,7 +469,9 @@ class BucketPolicy:
             )
 
     def _size(self, minimum: int, rung: int) -> int:
-        return math.ceil(minimum * self.growth**rung)
+        # Rounding to 9 decimals first keeps float noise (100 * 1.1**2 = 121.00000000000001)
+        # from adding a slot.
+        return math.ceil(round(minimum * self.growth**rung, 9))
 
     def _rung(self, minimum: int, needed: int) -> int:
         if needed <= minimum:
@@ -474,7 +500,9 @@ class BucketPolicy:
         if self.shared_rung:
             return self.sizes(max(rungs))
         minimums = (self.min_nodes, self.min_edges, self.min_graphs)
-        return tuple(self._size(minimum, rung) for minimum, rung in zip(minimums, rungs))
+        return tuple(
+            self._size(minimum, rung) for minimum, rung in zip(minimums, rungs, strict=True)
+        )
 
 
 def _real_sizes(graph: GraphsTuple) -> tuple[int, int, int]:
@@ -498,15 +526,15 @@ def _group_within(
     totals = (0, 0, 0)
     for graph in graphs:
         size = _real_sizes(graph)
-        if any(s > limit for s, limit in zip(size, limits)):
+        if any(s > limit for s, limit in zip(size, limits, strict=True)):
             if group:
                 yield group
             raise RuntimeError(
                 "Found a graph larger than the batch budget: graph (n_node, n_edge, n_graph) = "
                 f"{size}, largest that fits = {limits}."
             )
-        grown = tuple(total + s for total, s in zip(totals, size))
-        if group and any(total > limit for total, limit in zip(grown, limits)):
+        grown = tuple(total + s for total, s in zip(totals, size, strict=True))
+        if group and any(total > limit for total, limit in zip(grown, limits, strict=True)):
             yield group
             group, grown = [], size
         group.append(graph)
@@ -546,8 +574,8 @@ def batch_stream(
     (`max_nodes`, `max_edges`, `max_graphs` bound the padded batch), but each batch is padded to
     `policy.round(...)` of its real size, capped at the maxima, instead of always to the maxima.
     Full batches land in the cap; a short batch (the last one, or one cut by a large graph)
-    gets a smaller bucket. Distinct shapes: at most the number of rungs below the caps, plus
-    one. Host-only generator; errors as `dynamically_batch`.
+    gets a smaller bucket. With a shared-rung policy there is at most one shape per rung up to
+    the caps. Host-only generator; errors as `dynamically_batch`.
     """
     if max_graphs < 2:
         raise ValueError(f"max_graphs is {max_graphs}; padding needs at least 2 graphs.")
@@ -555,7 +583,9 @@ def batch_stream(
     for group in _group_within(graphs, max_nodes - 1, max_edges, max_graphs - 1):
         batched = batch_np(group)
         bucket = policy.round(*_real_sizes(batched))
-        yield pad_with_graphs(batched, *(min(size, cap) for size, cap in zip(bucket, caps)))
+        yield pad_with_graphs(
+            batched, *(min(size, cap) for size, cap in zip(bucket, caps, strict=True))
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -609,7 +639,11 @@ def _fully_connected_indices(
     else:
         local_sender = (local_receiver + 1 + position) % sizes[edge_graph]
     shift = node_offsets[edge_graph]
-    return (local_sender + shift).astype(np.int32), (local_receiver + shift).astype(np.int32), n_edge
+    return (
+        (local_sender + shift).astype(np.int32),
+        (local_receiver + shift).astype(np.int32),
+        n_edge,
+    )
 
 
 def _leading_size(tree) -> int | None:
@@ -671,10 +705,10 @@ def get_fully_connected_graph(
         [n_node_per_graph] * n_graph, node_features, global_features, add_self_edges
     )
     return graph._replace(
-        receivers=jnp.asarray(graph.receivers),
-        senders=jnp.asarray(graph.senders),
-        n_node=jnp.asarray(graph.n_node),
-        n_edge=jnp.asarray(graph.n_edge),
+        receivers=jax.device_put(graph.receivers),
+        senders=jax.device_put(graph.senders),
+        n_node=jax.device_put(graph.n_node),
+        n_edge=jax.device_put(graph.n_edge),
     )
 
 
@@ -804,7 +838,9 @@ def to_networkx(graph: GraphsTuple, feature_key: str = "features"):
         if graph.nodes is not None:
             attributes[feature_key] = _tree_map(lambda leaf, i=node: leaf[i], graph.nodes)
         nx_graph.add_node(node, **attributes)
-    for edge, (sender, receiver) in enumerate(zip(senders.tolist(), receivers.tolist())):
+    for edge, (sender, receiver) in enumerate(
+        zip(senders.tolist(), receivers.tolist(), strict=True)
+    ):
         attributes = {}
         if graph.edges is not None:
             attributes[feature_key] = _tree_map(lambda leaf, i=edge: leaf[i], graph.edges)

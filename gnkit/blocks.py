@@ -65,7 +65,7 @@ def concatenated_args(update: Callable[..., Any] | None = None, *, axis: int = -
     return decorate if update is None else decorate(update)
 
 
-def node_count(graph: GraphsTuple, block: str = "node_count") -> int:
+def _node_count(graph: GraphsTuple, block: str) -> int:
     """The static number of node rows `N`, read from `graph.nodes` (or from a concrete `n_node`).
 
     Inside `jit` a graph without node features has no static node count; that raises a
@@ -134,7 +134,7 @@ def aggregate_received_edges(
     if not _has_leaves(graph.edges):
         return graph.edges
     require(graph, "receivers", block="aggregate_received_edges")
-    n_node = node_count(graph, "aggregate_received_edges")
+    n_node = _node_count(graph, "aggregate_received_edges")
     return _reduce(aggregator, graph.edges, graph.receivers, n_node, indices_are_sorted)
 
 
@@ -146,7 +146,7 @@ def aggregate_sent_edges(graph: GraphsTuple, aggregator: Aggregator = "sum") -> 
     if not _has_leaves(graph.edges):
         return graph.edges
     require(graph, "senders", block="aggregate_sent_edges")
-    n_node = node_count(graph, "aggregate_sent_edges")
+    n_node = _node_count(graph, "aggregate_sent_edges")
     return _reduce(aggregator, graph.edges, graph.senders, n_node, False)
 
 
@@ -298,11 +298,15 @@ def global_block(
     globals. `update_fn` returns the new globals, leaves `[G, ...]`. The returned function
     replaces `graph.globals`.
     """
-    _check_some_input("global_block", use_edges=use_edges, use_nodes=use_nodes, use_globals=use_globals)
+    _check_some_input(
+        "global_block", use_edges=use_edges, use_nodes=use_nodes, use_globals=use_globals
+    )
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(
-            graph, *_enabled(edges=use_edges, nodes=use_nodes, globals=use_globals), block="global_block"
+            graph,
+            *_enabled(edges=use_edges, nodes=use_nodes, globals=use_globals),
+            block="global_block",
         )
         inputs = {}
         if use_edges:
@@ -316,12 +320,10 @@ def global_block(
     return apply
 
 
-def _chain(*steps: GraphFn | None) -> GraphFn:
-    active = [step for step in steps if step is not None]
-
+def _chain(*stages: GraphFn) -> GraphFn:
     def apply(graph: GraphsTuple) -> GraphsTuple:
-        for step in active:
-            graph = step(graph)
+        for stage in stages:
+            graph = stage(graph)
         return graph
 
     return apply
@@ -338,7 +340,7 @@ def graph_network(
     use_globals: bool = True,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A full graph network (Battaglia et al. 2018, Algorithm 1): edge, then node, then global update.
+    """A full graph network (Battaglia et al. 2018, Algorithm 1): edge, node, then global update.
 
     `edge_fn(edges=, sender_nodes=, receiver_nodes=[, globals=])` gives the new edges;
     `node_fn(nodes=, received_edges=[, sent_edges=][, globals=])` the new nodes from the new edges
@@ -347,26 +349,29 @@ def graph_network(
     `use_globals=False` drops globals from every update's inputs. For other switches compose
     `edge_block`, `node_block` and `global_block` directly.
     """
-    return _chain(
-        None if edge_fn is None else edge_block(edge_fn, use_globals=use_globals),
-        None
-        if node_fn is None
-        else node_block(
-            node_fn,
-            aggregator=aggregator,
-            use_sent_edges=use_sent_edges,
-            use_globals=use_globals,
-            indices_are_sorted=indices_are_sorted,
-        ),
-        None
-        if global_fn is None
-        else global_block(
-            global_fn,
-            edge_aggregator=global_aggregator,
-            node_aggregator=global_aggregator,
-            use_globals=use_globals,
-        ),
-    )
+    stages = []
+    if edge_fn is not None:
+        stages.append(edge_block(edge_fn, use_globals=use_globals))
+    if node_fn is not None:
+        stages.append(
+            node_block(
+                node_fn,
+                aggregator=aggregator,
+                use_sent_edges=use_sent_edges,
+                use_globals=use_globals,
+                indices_are_sorted=indices_are_sorted,
+            )
+        )
+    if global_fn is not None:
+        stages.append(
+            global_block(
+                global_fn,
+                edge_aggregator=global_aggregator,
+                node_aggregator=global_aggregator,
+                use_globals=use_globals,
+            )
+        )
+    return _chain(*stages)
 
 
 def graph_independent(

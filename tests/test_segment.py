@@ -110,7 +110,7 @@ def test_safe_max_treats_all_neg_inf_segment_as_empty():
 
 
 def test_safe_normalize_matches_numpy():
-    data = _data((7, 3))
+    data = _data((7, 2))
     out = segment.safe_segment_normalize(jnp.asarray(data), jnp.asarray(IDS), NUM_SEGMENTS)
     expected = np.zeros_like(data, np.float64)
     for rows in filter(None, MEMBERS):
@@ -151,22 +151,25 @@ def test_safe_softmax_matches_numpy_with_mask_and_neg_inf(sort):
 
 
 def test_safe_softmax_all_masked_segment_gives_zeros_and_finite_grads():
-    logits = jnp.array([1.0, 2.0, -jnp.inf, -jnp.inf, 0.5])
-    ids = jnp.array([0, 0, 1, 2, 2])
-    mask = jnp.array([True, True, True, True, False])
+    inf = np.inf
+    logits = jnp.array([[-inf, -inf], [0, 0], [5, 5], [0, 0], [-inf, -inf], [np.log(2), 0], [1, 1]])
+    mask = jnp.array([True, True, False, True, True, True, False])
+    # segment 0 (rows 1, 3, 5) has weights 1:1:2 and 1:1:1; segment 2 (row 2) is masked;
+    # segment 3 (rows 0, 4, 6) is all -inf or masked.
+    expected = [[0, 0], [1 / 4, 1 / 3], [0, 0], [1 / 4, 1 / 3], [0, 0], [1 / 2, 1 / 3], [0, 0]]
 
-    def loss(x):
-        return jnp.sum(segment.safe_segment_softmax(x, ids, 4, mask=mask) * jnp.arange(5.0))
+    def softmax(x):
+        return segment.safe_segment_softmax(x, jnp.asarray(IDS), NUM_SEGMENTS, mask=mask)
 
-    out = segment.safe_segment_softmax(logits, ids, 4, mask=mask)
-    np.testing.assert_allclose(out, [1 / (1 + np.e), np.e / (1 + np.e), 0, 0, 0], rtol=1e-6)
-    grads = jax.grad(loss)(logits)
+    np.testing.assert_allclose(softmax(logits), expected, rtol=1e-6)
+    grads = jax.grad(lambda x: jnp.sum(softmax(x) * jnp.arange(14.0).reshape(7, 2)))(logits)
     assert np.all(np.isfinite(grads))
-    np.testing.assert_array_equal(grads[2:], 0.0)
+    np.testing.assert_array_equal(np.asarray(grads)[[0, 2, 4, 6]], 0.0)
+    assert np.all(np.asarray(grads)[[1, 3, 5], 0] != 0.0)
 
 
 def test_safe_softmax_mask_broadcasts_over_heads():
-    logits = jnp.asarray(_data((7, 4)))
+    logits = jnp.asarray(_data((7, 2)))
     mask = jnp.array([True, False, True, True, True, True, False])
     out = segment.safe_segment_softmax(logits, jnp.asarray(IDS), NUM_SEGMENTS, mask=mask)
     np.testing.assert_array_equal(out[1], 0.0)
@@ -211,10 +214,16 @@ def test_check_grads(fn):
 
 
 def test_std_zero_variance_has_zero_gradient():
-    grads = jax.grad(lambda x: segment.safe_segment_std(x, jnp.array([0, 0, 1]), 3).sum())(
-        jnp.array([2.0, 2.0, 5.0])
+    data = jnp.array(
+        [[2.0, 1.0], [5.0, 1.0], [2.0, 1.0], [9.0, 1.0], [3.0, 3.0], [2.0, 1.0], [4.0, 7.0]]
     )
-    np.testing.assert_array_equal(grads, 0.0)
+    grads = jax.grad(lambda x: segment.safe_segment_std(x, jnp.asarray(IDS), NUM_SEGMENTS).sum())(
+        data
+    )
+    # segment 0 (rows 1, 3, 5) is constant in column 1, segment 2 (row 2) has one element.
+    np.testing.assert_array_equal(np.asarray(grads)[[1, 3, 5], 1], 0.0)
+    np.testing.assert_array_equal(grads[2], 0.0)
+    assert np.all(np.asarray(grads)[[1, 3, 5], 0] != 0.0)
 
 
 def test_safe_ops_under_jit_with_sorted_ids():
@@ -318,8 +327,8 @@ def test_segment_softmax_keeps_jraph_nan_on_all_neg_inf():
 
 
 def test_partition_softmax_matches_jraph_and_jits():
-    logits = jnp.asarray(_data((6, 2)))
-    partitions = jnp.array([3, 0, 2, 1])
-    ours = jax.jit(segment.partition_softmax, static_argnums=2)(logits, partitions, 6)
-    np.testing.assert_allclose(ours, jraph.partition_softmax(logits, partitions, 6), rtol=1e-6)
+    logits = jnp.asarray(_data((7, 2)))
+    partitions = jnp.array([3, 0, 3, 1])
+    ours = jax.jit(segment.partition_softmax, static_argnums=2)(logits, partitions, 7)
+    np.testing.assert_allclose(ours, jraph.partition_softmax(logits, partitions, 7), rtol=1e-6)
     np.testing.assert_allclose(ours[:3].sum(0), 1.0, rtol=1e-6)

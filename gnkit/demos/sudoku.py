@@ -90,9 +90,9 @@ CONFIGS = {
         num_steps=16,
         batch_size=32,
         learning_rate=1e-3,
-        warmup_updates=200,
+        warmup_updates=100,
         cosine_decay=True,
-        updates=5_000,
+        updates=2_500,
         curriculum_start_givens=30,
         curriculum_fraction=0.4,
     ),
@@ -431,11 +431,18 @@ def plot_heatmap(table: dict, path: str | Path, title: str) -> None:
     levels = list(table)
     figure, axes = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
     for axis, key, label in zip(
-        axes, ("puzzle_accuracy_per_step", "cell_accuracy_per_step"), ("puzzles solved", "cells")
+        axes, ("puzzle_accuracy_per_step", "cell_accuracy_per_step"), ("puzzles solved", "cells"), strict=False
     ):
         grid = np.array([table[level][key] for level in levels]).T
-        image = axis.imshow(grid, aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis",
-                            extent=(-0.5, len(levels) - 0.5, 0.5, grid.shape[0] + 0.5))
+        image = axis.imshow(
+            grid,
+            aspect="auto",
+            origin="lower",
+            vmin=0,
+            vmax=1,
+            cmap="viridis",
+            extent=(-0.5, len(levels) - 0.5, 0.5, grid.shape[0] + 0.5),
+        )
         axis.set_xticks(range(len(levels)), levels, fontsize=7)
         axis.set_xlabel("givens")
         axis.set_ylabel("step")
@@ -448,8 +455,8 @@ def plot_heatmap(table: dict, path: str | Path, title: str) -> None:
 
 def run_eval(args: argparse.Namespace) -> dict:
     """The `eval` command."""
-    config, params, info = load_model(args.checkpoint)
     quizzes, solutions = _load_data(args.data, args.per_level)
+    config, params, info = load_model(args.checkpoint)
     steps = args.steps
     print(f"model: {args.checkpoint} ({_describe(config, info)})")
     print(f"data: {args.data or 'shipped validation slice'}, {len(quizzes)} puzzles, {steps} steps")
@@ -489,7 +496,8 @@ def _describe(config: SudokuConfig, info: dict) -> str:
         trained = f", trained on {info['puzzles_seen']:,} puzzles"
         if "cpu_hours" in info:
             trained += f" in {info['cpu_hours']:.2f} CPU-hours"
-    return f"hidden {config.hidden_size}, {config.cell}, trained with {config.num_steps} steps{trained}"
+    size = f"hidden {config.hidden_size}, {config.cell}"
+    return f"{size}, trained with {config.num_steps} steps{trained}"
 
 
 def solve_steps(config: SudokuConfig, params, quiz: np.ndarray, steps: int) -> np.ndarray:
@@ -503,13 +511,20 @@ def solve_steps(config: SudokuConfig, params, quiz: np.ndarray, steps: int) -> n
 def describe_solve(
     quiz: np.ndarray, probs: np.ndarray, solution: np.ndarray | None = None, boards_at=()
 ) -> str:
-    """How the beliefs settle: per step, cells changed, confidence, rule violations, accuracy."""
+    """How the beliefs settle: per step, cells changed, confidence, rule violations, accuracy.
+
+    One line per step up to 16, then every 8th step and the last; then the boards at `boards_at`.
+    """
     empty = quiz == 0
     boards = np.where(empty, probs.argmax(-1) + 1, quiz)
-    lines = [f"{'step':>4} {'changed':>7} {'confidence':>10} {'conflicts':>9}"
-             + (f" {'correct':>7}" if solution is not None else "")]
+    lines = [
+        f"{'step':>4} {'changed':>7} {'confidence':>10} {'conflicts':>9}"
+        + (f" {'correct':>7}" if solution is not None else "")
+    ]
     senders, receivers = sudoku.sudoku_edges()
     for step in range(len(probs)):
+        if step >= 16 and (step + 1) % 8 and step + 1 != len(probs):
+            continue
         board = boards[step]
         changed = int((board != boards[step - 1]).sum()) if step else int(empty.sum())
         confidence = float(probs[step].max(-1)[empty].mean()) if empty.any() else 1.0
@@ -541,7 +556,7 @@ def run_solve(args: argparse.Namespace) -> np.ndarray:
 
 
 def run_demo(args: argparse.Namespace) -> dict:
-    """The `demo` command: the shipped model on the validation slice, then one puzzle step by step."""
+    """The `demo` command: the shipped model on the validation slice, one puzzle step by step."""
     quizzes, solutions = _load_data(args.data, args.per_level)
     config, params, info = load_model(args.checkpoint)
     print(f"Sudoku RRN demo: {_describe(config, info)}")
@@ -554,8 +569,10 @@ def run_demo(args: argparse.Namespace) -> dict:
     table = summarise(givens, solved, cells)
     shown = [step for step in (1, 4, 8, 16, 32) if step < args.steps] + [args.steps]
     print(format_table(table, shown))
-    print(f"all: {solved[-1].mean():.1%} solved, {cells[-1].mean():.1%} of empty cells right, "
-          f"{time.time() - start:.0f} s")
+    print(
+        f"all: {solved[-1].mean():.1%} solved, {cells[-1].mean():.1%} of empty cells right, "
+        f"{time.time() - start:.0f} s"
+    )
     # The hardest puzzle the model solves, else the easiest one, step by step.
     solved_rows = np.flatnonzero(solved[-1])
     index = solved_rows[np.argmin(givens[solved_rows])] if len(solved_rows) else np.argmax(givens)
@@ -566,6 +583,83 @@ def run_demo(args: argparse.Namespace) -> dict:
     shown = [step for step in (1, 4, 16) if step < args.steps] + [args.steps]
     print(describe_solve(quiz, probs, solution, boards_at=shown))
     return table
+
+
+def learning_curves(runs: dict[str, str | Path]) -> dict[str, list[dict]]:
+    """Validation records of each run with `train_cpu_minutes` (CPU time minus evaluation)."""
+    curves = {}
+    for name, run_dir in runs.items():
+        rows, eval_minutes = [], 0.0
+        for row in training.read_metrics(Path(run_dir) / "metrics.jsonl"):
+            if row["kind"] != "eval":
+                continue
+            eval_minutes += row.get("eval_cpu_minutes", 0.0)
+            rows.append({**row, "train_cpu_minutes": row["cpu_minutes"] - eval_minutes})
+        curves[name] = rows
+    return curves
+
+
+def plot_curves(curves: dict[str, list[dict]], path: str | Path, key: str = "puzzle") -> None:
+    """Validation accuracy vs training CPU-minutes, one panel per givens level, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = sorted(
+        {level for rows in curves.values() for row in rows for level in row["per_givens"]}, key=int
+    )
+    columns = min(len(levels), 4)
+    rows_count = -(-len(levels) // columns)
+    figure, axes = plt.subplots(
+        rows_count,
+        columns,
+        figsize=(3.4 * columns, 2.8 * rows_count),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        constrained_layout=True,
+    )
+    for axis, level in zip(axes.flat, levels, strict=False):
+        for name, rows in curves.items():
+            points = [
+                (row["train_cpu_minutes"], row["per_givens"][level][key])
+                for row in rows
+                if level in row["per_givens"]
+            ]
+            if points:
+                axis.plot(*zip(*points, strict=False), marker=".", label=name)
+        axis.set_title(f"{level} givens")
+        axis.grid(alpha=0.3)
+    for axis in axes.flat[len(levels) :]:
+        axis.axis("off")
+    for axis in axes[-1]:
+        axis.set_xlabel("training CPU-minutes")
+    for axis in axes[:, 0]:
+        axis.set_ylabel("puzzles solved" if key == "puzzle" else "empty cells right")
+    axes.flat[0].legend()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def run_curves(args: argparse.Namespace) -> dict:
+    """The `curves` command."""
+    runs = dict(item.split("=", 1) for item in args.run)
+    curves = learning_curves(runs)
+    for name, rows in curves.items():
+        for row in rows:
+            levels = " ".join(
+                f"{level}:{values['puzzle']:.0%}/{values['cell']:.0%}"
+                for level, values in row["per_givens"].items()
+            )
+            print(
+                f"{name:>8} {row['examples']:>8} puzzles {row['train_cpu_minutes']:>7.1f} "
+                f"CPU-min  {levels}"
+            )
+    plot_curves(curves, args.out, "puzzle")
+    plot_curves(curves, Path(args.out).with_name(Path(args.out).stem + "_cells.png"), "cell")
+    print(f"wrote {args.out} (puzzles solved) and its _cells twin (empty cells right)")
+    return curves
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -597,12 +691,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", required=True, help="a train --run-dir")
     p.add_argument("--to", dest="target", default=str(pretrained_dir()))
 
+    p = commands.add_parser("curves", help="plot validation accuracy vs CPU-minutes of runs")
+    p.add_argument("--run", action="append", required=True, metavar="NAME=RUN_DIR")
+    p.add_argument("--out", default="sudoku_curves.png")
+
     p = commands.add_parser("train", help="train an RRN (resumes from --run-dir)")
     p.add_argument("--config", choices=sorted(CONFIGS), default="cpu")
     p.add_argument("--run-dir", default="runs/sudoku")
     p.add_argument("--updates", type=int, help="stop after this many updates (default: config)")
-    p.add_argument("--set", nargs=2, action="append", metavar=("FIELD", "VALUE"),
-                   help="override a config field, e.g. --set hidden_size 64")
+    p.add_argument(
+        "--set",
+        nargs=2,
+        action="append",
+        metavar=("FIELD", "VALUE"),
+        help="override a config field, e.g. --set hidden_size 64",
+    )
     p.add_argument("--pool", help="training pool CSV (default: the shipped 17-given pool)")
     p.add_argument("--valid", help="validation CSV (default: the shipped slice)")
     p.add_argument("--valid-per-level", type=int, default=30)
@@ -627,6 +730,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_solve(args)
         elif args.command == "demo":
             run_demo(args)
+        elif args.command == "curves":
+            run_curves(args)
         elif args.command == "export":
             info = export(args.source, args.target)
             print(f"exported {info['checkpoint']} to {args.target}: {json.dumps(info)}")

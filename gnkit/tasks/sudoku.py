@@ -100,7 +100,8 @@ def is_valid_solution(board: np.ndarray) -> bool:
     boxes = grid.reshape(3, 3, 3, 3).transpose(0, 2, 1, 3).reshape(9, 9)
     want = np.arange(1, 10)
     return all(
-        np.array_equal(np.sort(unit, axis=1), np.tile(want, (9, 1))) for unit in (grid, grid.T, boxes)
+        np.array_equal(np.sort(unit, axis=1), np.tile(want, (9, 1)))
+        for unit in (grid, grid.T, boxes)
     )
 
 
@@ -137,7 +138,9 @@ def _parse_well_formed(text: str) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     digits = np.where(table == ord("."), ord("0"), table).astype(np.int16) - ord("0")
     quizzes, solutions = digits[:, :NUM_CELLS], digits[:, NUM_CELLS + 1 :]
-    in_range = ((quizzes >= 0) & (quizzes <= 9)).all() and ((solutions >= 1) & (solutions <= 9)).all()
+    in_range = ((quizzes >= 0) & (quizzes <= 9)).all() and (
+        (solutions >= 1) & (solutions <= 9)
+    ).all()
     if not in_range or ((quizzes != 0) & (quizzes != solutions)).any():
         return None
     return quizzes.astype(np.int8), solutions.astype(np.int8)

@@ -1,0 +1,166 @@
+"""Tests for gnkit.nn.rrn.RecurrentRelationalNetwork against a NumPy reference without rewrites."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gnkit.graph import GraphsTuple
+from gnkit.nn.rrn import RecurrentRelationalNetwork
+from gnkit.tasks import sudoku
+
+
+def _graph(edge_features: bool = True) -> GraphsTuple:
+    rng = np.random.default_rng(0)
+    n_node, n_edge = 7, 16
+    return GraphsTuple(
+        nodes=rng.normal(size=(n_node, 5)).astype(np.float32),
+        edges=rng.normal(size=(n_edge, 3)).astype(np.float32) if edge_features else None,
+        receivers=rng.integers(n_node - 1, size=n_edge).astype(np.int32),  # node 6 gets none
+        senders=rng.integers(n_node, size=n_edge).astype(np.int32),
+        globals=None,
+        n_node=np.array([n_node]),
+        n_edge=np.array([n_edge]),
+    )
+
+
+def _mlp(params, inputs):
+    layers = sorted(params, key=lambda name: int(name.split("_")[1]))
+    for index, name in enumerate(layers):
+        inputs = inputs @ params[name]["kernel"] + params[name]["bias"]
+        if index < len(layers) - 1:
+            inputs = np.maximum(inputs, 0)
+    return inputs
+
+
+def _sigmoid(values):
+    return 1 / (1 + np.exp(-values))
+
+
+def _reference(params, graph, num_steps, cell, message_layers, update_layers):
+    """The RRN as written in the paper: concatenate, apply MLPs per edge, then sum."""
+    p = jax.tree_util.tree_map(np.asarray, params["params"])
+    x = _mlp(p["encoder"], graph.nodes)
+    width = p["message_0_bias"].shape[0]
+    first_kernel = np.concatenate(
+        [p["message_0_nodes"]["kernel"][:, :width], p["message_0_nodes"]["kernel"][:, width:]]
+        + ([p["message_0_edges"]["kernel"]] if graph.edges is not None else [])
+    )
+    update_kernel = np.concatenate([p["update_0_x"]["kernel"], p["update_0_m"]["kernel"]])
+    state, memory = x, np.zeros_like(x)
+    outputs = []
+    for _ in range(num_steps):
+        edge_inputs = [state[graph.senders], state[graph.receivers]]
+        if graph.edges is not None:
+            edge_inputs.append(graph.edges)
+        hidden = np.concatenate(edge_inputs, axis=1) @ first_kernel + p["message_0_bias"]
+        for layer in range(1, message_layers):
+            hidden = np.maximum(hidden, 0)
+            name = f"message_{layer}"
+            bias = p[name]["bias"] if layer < message_layers - 1 else p[f"{name}_bias"]
+            hidden = hidden @ p[name]["kernel"] + bias
+        messages = np.zeros((state.shape[0], hidden.shape[1]), np.float32)
+        np.add.at(messages, graph.receivers, hidden)
+        update = np.concatenate([x, messages], 1) @ update_kernel + p["update_0_x"]["bias"]
+        for layer in range(1, update_layers):
+            update = np.maximum(update, 0) @ p[f"update_{layer}"]["kernel"]
+            update = update + p[f"update_{layer}"]["bias"]
+        if cell == "mlp":
+            state = update
+        else:
+            lstm = p["lstm"]
+
+            def gate(name, update=update, state=state, lstm=lstm):
+                recurrent = state @ lstm[f"h{name}"]["kernel"] + lstm[f"h{name}"]["bias"]
+                return update @ lstm[f"i{name}"]["kernel"] + recurrent
+
+            memory = _sigmoid(gate("f")) * memory + _sigmoid(gate("i")) * np.tanh(gate("g"))
+            state = _sigmoid(gate("o")) * np.tanh(memory)
+        outputs.append(_mlp(p["readout"], state))
+    return np.stack(outputs)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "mlp"])
+def test_matches_reference_with_edge_features(cell):
+    graph = _graph()
+    model = RecurrentRelationalNetwork(
+        encoder_features=(8, 6),
+        message_features=(8, 8, 5),
+        update_features=(7, 6),
+        readout_features=(4,),
+        cell=cell,
+    )
+    params = model.init(jax.random.PRNGKey(1), graph, 1)
+    params = jax.tree_util.tree_map(  # biases start at zero: make them count
+        lambda leaf: leaf + 0.1 * jax.random.normal(jax.random.PRNGKey(2), leaf.shape), params
+    )
+    got = model.apply(params, graph, 3)
+    expected = _reference(params, graph, 3, cell, message_layers=3, update_layers=2)
+    assert got.shape == (3, 7, 4)
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-5)
+
+
+def test_single_layer_messages_without_edge_features():
+    graph = _graph(edge_features=False)
+    model = RecurrentRelationalNetwork((6,), (5,), (6,), (3,), cell="mlp")
+    params = model.init(jax.random.PRNGKey(0), graph, 1)
+    params = jax.tree_util.tree_map(lambda leaf: leaf + 0.05, params)
+    expected = _reference(params, graph, 2, "mlp", message_layers=1, update_layers=1)
+    np.testing.assert_allclose(model.apply(params, graph, 2), expected, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("cell,remat", [("lstm", True), ("gru", False)])
+def test_scan_equals_hand_unrolled(cell, remat):
+    graph = _graph()
+    model = RecurrentRelationalNetwork((8,), (8, 8), (8,), (3,), cell=cell, remat=remat)
+    params = model.init(jax.random.PRNGKey(3), graph, 1)
+    scanned = jax.jit(model.apply, static_argnums=2)(params, graph, 5)
+    unrolled = model.apply(params, graph, 5, scan=False)
+    np.testing.assert_allclose(scanned, unrolled, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_scan_with_remat_has_the_unrolled_gradients():
+    graph = _graph()
+    model = RecurrentRelationalNetwork((8,), (8, 8), (8,), (3,), remat=True)
+    params = model.init(jax.random.PRNGKey(3), graph, 1)
+
+    def loss(params, scan):
+        return jnp.sum(model.apply(params, graph, 5, scan=scan) ** 2)
+
+    grads = jax.grad(loss)(params, True)
+    grads_unrolled = jax.grad(loss)(params, False)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(grads_unrolled), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_more_steps_at_evaluation_extend_the_same_trajectory():
+    model = sudoku.SudokuRRN(
+        hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1
+    )
+    quizzes = jnp.asarray(np.random.default_rng(0).integers(0, 10, (2, 81)), jnp.int32)
+    params = model.init(jax.random.PRNGKey(0), quizzes, 1)
+    at_32 = model.apply(params, quizzes, 32)
+    at_64 = model.apply(params, quizzes, 64)
+    assert at_64.shape == (64, 2, 81, 9)
+    np.testing.assert_allclose(at_64[:32], at_32, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(np.asarray(at_64)).all()
+
+
+def test_fixed_degree_layout_equals_scatter():
+    quizzes = jnp.asarray(np.random.default_rng(1).integers(0, 10, (3, 81)), jnp.int32)
+    kwargs = dict(hidden_size=8, embed_size=4, encoder_layers=1, message_layers=3, update_layers=1)
+    fixed = sudoku.SudokuRRN(fixed_degree=True, **kwargs)
+    scatter = sudoku.SudokuRRN(fixed_degree=False, **kwargs)
+    params = fixed.init(jax.random.PRNGKey(0), quizzes, 1)
+    np.testing.assert_allclose(
+        fixed.apply(params, quizzes, 4), scatter.apply(params, quizzes, 4), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_clear_errors():
+    graph = _graph()._replace(senders=None)
+    with pytest.raises(ValueError, match="graph.senders"):
+        RecurrentRelationalNetwork().init(jax.random.PRNGKey(0), graph, 1)
+    with pytest.raises(ValueError, match="cell must be one of"):
+        RecurrentRelationalNetwork(cell="rnn").init(jax.random.PRNGKey(0), _graph(), 1)

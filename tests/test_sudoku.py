@@ -1,0 +1,159 @@
+"""Tests for gnkit.tasks.sudoku: the constraint graph, the data recipe, reading CSVs, metrics."""
+
+import io
+import itertools
+import lzma
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gnkit.tasks import sudoku
+
+# Pool row 1 of the shipped training pool (a 17-given puzzle) and its solution.
+QUIZ = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
+SOLUTION = "693784512487512936125963874932651487568247391741398625319475268856129743274836159"
+
+
+def _relabelled(quizzes: np.ndarray, solutions: np.ndarray):
+    """Rename digits in order of first appearance in the solution: the same puzzle up to any
+    digit relabelling gives the same (quiz, solution) pair."""
+    for quiz, solution in zip(quizzes, solutions, strict=True):
+        _, first = np.unique(solution, return_index=True)
+        rename = np.zeros(10, np.int8)
+        rename[solution[np.sort(first)]] = np.arange(1, 10)
+        yield rename[quiz], rename[solution]
+
+
+def _underlain(pool, puzzles) -> int:
+    """How many `puzzles` contain all givens of some relabelled pool puzzle with the same grid."""
+    by_grid = {}
+    for quiz, solution in _relabelled(*pool):
+        by_grid.setdefault(solution.tobytes(), []).append(quiz)
+    count = 0
+    for quiz, solution in _relabelled(*puzzles):
+        bases = by_grid.get(solution.tobytes(), [])
+        count += any(np.all((base == 0) | (base == quiz)) for base in bases)
+    return count
+
+
+def test_edges_are_the_sudoku_constraints():
+    senders, receivers = sudoku.sudoku_edges()
+    pairs = set(zip(senders.tolist(), receivers.tolist(), strict=True))
+    expected = {
+        (a, b)
+        for a, b in itertools.permutations(range(81), 2)
+        if a // 9 == b // 9 or a % 9 == b % 9 or (a // 27, a % 9 // 3) == (b // 27, b % 9 // 3)
+    }
+    assert len(senders) == 1620 and len(pairs) == 1620
+    assert pairs == expected
+    assert all((b, a) in pairs for a, b in pairs)
+    np.testing.assert_array_equal(np.bincount(receivers, minlength=81), np.full(81, 20))
+    np.testing.assert_array_equal(np.bincount(senders, minlength=81), np.full(81, 20))
+    assert np.all(np.diff(receivers) >= 0)
+
+
+def test_batch_graph_offsets_copies():
+    graph = sudoku.batch_graph(3)
+    assert graph.senders.shape == (3 * 1620,)
+    np.testing.assert_array_equal(graph.receivers[1620:3240], sudoku.sudoku_edges()[1] + 81)
+    assert np.all(np.diff(graph.receivers) >= 0)
+    np.testing.assert_array_equal(graph.n_node, [81, 81, 81])
+
+
+def test_parse_and_validity():
+    quiz = sudoku.parse_board(QUIZ.replace("0", "."))
+    np.testing.assert_array_equal(quiz, sudoku.parse_board(QUIZ))
+    assert (quiz != 0).sum() == 17
+    solution = sudoku.parse_board(SOLUTION)
+    assert sudoku.is_valid_solution(solution)
+    broken = solution.copy()
+    broken[[0, 1]] = broken[[1, 0]]
+    assert not sudoku.is_valid_solution(broken)
+    with pytest.raises(ValueError, match="81 characters"):
+        sudoku.parse_board("123")
+
+
+def test_read_puzzles_plain_xz_and_errors(tmp_path):
+    text = f"quiz,solution\n{QUIZ},{SOLUTION}\n{QUIZ.replace('0', '.')},{SOLUTION}\n"
+    plain = tmp_path / "p.csv"
+    plain.write_text(text)
+    packed = tmp_path / "p.csv.xz"
+    packed.write_bytes(lzma.compress(text.encode()))
+    for source in (plain, packed):
+        quizzes, solutions = sudoku.read_puzzles(source)
+        assert quizzes.shape == (2, 81)
+        np.testing.assert_array_equal(quizzes[1], sudoku.parse_board(QUIZ))
+    bad_digit = SOLUTION[:80] + "x"
+    with pytest.raises(ValueError, match=r"row 3: .*81 characters"):
+        sudoku.read_puzzles(io.StringIO(f"quiz,solution\n{QUIZ},{SOLUTION}\n{QUIZ},{bad_digit}\n"))
+    wrong = ("5" + QUIZ[1:], SOLUTION)
+    with pytest.raises(ValueError, match="row 2: a given digit disagrees"):
+        sudoku.read_puzzles(io.StringIO(f"{QUIZ},{SOLUTION}\n{wrong[0]},{wrong[1]}\n"))
+    with pytest.raises(ValueError, match="row 1: expected 2 columns"):
+        sudoku.read_puzzles(io.StringIO(QUIZ + "\n"))
+
+
+def test_recipe_givens_relabelling_and_consistency():
+    pool = (sudoku.parse_board(QUIZ)[None], sudoku.parse_board(SOLUTION)[None])
+    rng = np.random.default_rng(0)
+    quizzes, solutions = sudoku.sample_puzzles(rng, *pool, batch_size=200, givens=range(17, 35))
+    givens = sudoku.num_givens(quizzes)
+    assert givens.min() == 17 and givens.max() == 34 and len(np.unique(givens)) == 18
+    assert all(sudoku.is_valid_solution(solution) for solution in solutions)
+    assert np.all((quizzes == 0) | (quizzes == solutions))
+    # Relabelling: the pool's 17 given cells stay given, holding the permuted digits.
+    given_cells = pool[0][0] != 0
+    assert np.all(quizzes[:, given_cells] != 0)
+    assert len({solution.tobytes() for solution in solutions}) > 150
+    assert _underlain(pool, (quizzes, solutions)) == 200
+    fixed, _ = sudoku.sample_puzzles(rng, *pool, batch_size=5, givens=[30])
+    np.testing.assert_array_equal(sudoku.num_givens(fixed), [30] * 5)
+    with pytest.raises(ValueError, match="more givens"):
+        sudoku.sample_puzzles(rng, fixed, solutions[:5], batch_size=2, givens=[20])
+
+
+def test_shipped_data_and_no_pool_puzzle_underlies_validation():
+    pool_quizzes, pool_solutions = sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL))
+    assert pool_quizzes.shape == (39779, 81)
+    np.testing.assert_array_equal(sudoku.num_givens(pool_quizzes), 17)
+    valid_quizzes, valid_solutions = sudoku.read_puzzles(sudoku.shipped_data(sudoku.VALID_SLICE))
+    np.testing.assert_array_equal(
+        np.bincount(sudoku.num_givens(valid_quizzes))[17:], np.full(18, 30)
+    )
+    pool = (pool_quizzes, pool_solutions)
+    assert _underlain(pool, (valid_quizzes, valid_solutions)) == 0
+    # The check can fail: puzzles made from the pool by the recipe are found.
+    sampled = sudoku.sample_puzzles(np.random.default_rng(1), *pool, 3, [25])
+    assert _underlain(pool, sampled) == 3
+
+
+def test_loss_and_accuracy_by_hand():
+    solutions = jnp.asarray([sudoku.parse_board(SOLUTION)], jnp.int32)
+    quizzes = jnp.asarray([sudoku.parse_board(QUIZ)], jnp.int32)
+    perfect = 10.0 * jnp.eye(9)[solutions - 1][None]
+    wrong_cell = perfect.at[0, 0, 0].set(10.0 * jnp.eye(9)[0])
+    logits = jnp.concatenate([perfect, wrong_cell])
+    solved, cells = sudoku.step_accuracy(logits, quizzes, solutions)
+    np.testing.assert_array_equal(solved, [[True], [False]])
+    np.testing.assert_allclose(cells, [[1.0], [63 / 64]])
+    loss = sudoku.cell_loss(jnp.zeros((1, 1, 81, 9)), solutions)
+    np.testing.assert_allclose(loss, np.log(9.0), rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_demo_with_shipped_model_and_notebook(capsys):
+    import pathlib
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from gnkit.demos import sudoku as demo
+
+    assert demo.main(["demo", "--per-level", "2", "--steps", "8", "--no-progress"]) == 0
+    output = capsys.readouterr().out
+    assert "givens" in output and "step by step" in output
+    path = pathlib.Path(__file__).resolve().parents[1] / "colabs" / "sudoku.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3").execute()
+    assert any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
