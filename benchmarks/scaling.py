@@ -208,9 +208,11 @@ def format_table(rows: Sequence[dict]) -> str:
 
 def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny models, 1-2 devices, for tests")
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny models, 1-2 devices, mesh only, for tests"
+    )
     parser.add_argument("--devices", help="comma-separated device counts (default 1,2,4,8)")
-    parser.add_argument("--modes", default="mesh,pmap", help="comma-separated: mesh, pmap")
+    parser.add_argument("--modes", help="comma-separated: mesh, pmap (default both; quick mesh)")
     parser.add_argument("--models", default="sudoku_rrn,graph_network")
     parser.add_argument("--steps", type=int, help="timed steps per row (default 5; quick 2)")
     parser.add_argument("--puzzles", type=int, default=4, help="Sudoku puzzles per device")
@@ -218,7 +220,7 @@ def _parse(argv):
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     args.devices = [int(d) for d in (args.devices or ("1,2" if args.quick else "1,2,4,8")).split(",")]
-    args.modes = args.modes.split(",")
+    args.modes = (args.modes or ("mesh" if args.quick else "mesh,pmap")).split(",")
     args.models = args.models.split(",")
     args.steps = args.steps or (2 if args.quick else 5)
     if args.quick:

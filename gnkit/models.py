@@ -105,7 +105,7 @@ def _sorted_kwargs(indices_are_sorted: bool) -> dict[str, Any]:
     return {"indices_are_sorted": True} if indices_are_sorted else {}
 
 
-def GraphNetwork(  # noqa: N802 (jraph's name)
+def GraphNetwork(
     update_edge_fn: GNUpdateEdgeFn | None,
     update_node_fn: GNUpdateNodeFn | None,
     update_global_fn: GNUpdateGlobalFn | None = None,
@@ -186,7 +186,7 @@ def GraphNetwork(  # noqa: N802 (jraph's name)
     return apply
 
 
-def InteractionNetwork(  # noqa: N802
+def InteractionNetwork(
     update_edge_fn: InteractionUpdateEdgeFn,
     update_node_fn: InteractionUpdateNodeFn | InteractionUpdateNodeFnNoSentEdges,
     aggregate_edges_for_nodes_fn: AggregateEdgesToNodesFn = segment_sum,
@@ -217,19 +217,21 @@ def InteractionNetwork(  # noqa: N802
     )
 
 
-def GraphMapFeatures(  # noqa: N802
+def GraphMapFeatures(
     embed_edge_fn: EmbedEdgeFn | None = None,
     embed_node_fn: EmbedNodeFn | None = None,
     embed_global_fn: EmbedGlobalFn | None = None,
 ) -> Callable[[GraphsTuple], GraphsTuple]:
     """jraph's GraphMapFeatures: embed edges, nodes and globals each on its own.
 
-    A None function keeps its field. Same as `gnkit.blocks.graph_independent`. Jittable.
+    A None function keeps its field. Same as `gnkit.blocks.graph_independent`; unlike jraph, a
+    function given for a None field raises a `ValueError` instead of being called on None.
+    Jittable.
     """
     return graph_independent(embed_edge_fn, embed_node_fn, embed_global_fn)
 
 
-def RelationNetwork(  # noqa: N802
+def RelationNetwork(
     update_edge_fn: Callable[[SenderFeatures, ReceiverFeatures], EdgeFeatures],
     update_global_fn: Callable[[EdgeFeatures], NodeFeatures],
     aggregate_edges_for_globals_fn: AggregateEdgesToGlobalsFn = segment_sum,
@@ -250,7 +252,7 @@ def RelationNetwork(  # noqa: N802
     )
 
 
-def DeepSets(  # noqa: N802
+def DeepSets(
     update_node_fn: Callable[[NodeFeatures, Globals], NodeFeatures],
     update_global_fn: Callable[[NodeFeatures], Globals],
     aggregate_nodes_for_globals_fn: AggregateNodesToGlobalsFn = segment_sum,
@@ -271,7 +273,7 @@ def DeepSets(  # noqa: N802
     )
 
 
-def GraphNetGAT(  # noqa: N802
+def GraphNetGAT(
     update_edge_fn: GNUpdateEdgeFn,
     update_node_fn: GNUpdateNodeFn,
     attention_logit_fn: AttentionLogitFn,
@@ -310,7 +312,7 @@ def _leaky_relu_and_flatten(nodes: jax.Array) -> jax.Array:
     return jnp.reshape(jax.nn.leaky_relu(nodes), (nodes.shape[0], -1))
 
 
-def GAT(  # noqa: N802
+def GAT(
     attention_query_fn: GATAttentionQueryFn,
     attention_logit_fn: GATAttentionLogitFn,
     node_update_fn: GATNodeUpdateFn | None = None,
@@ -348,7 +350,7 @@ def GAT(  # noqa: N802
     return apply
 
 
-def GraphConvolution(  # noqa: N802
+def GraphConvolution(
     update_node_fn: Callable[[NodeFeatures], NodeFeatures],
     aggregate_nodes_fn: AggregateEdgesToNodesFn = segment_sum,
     add_self_edges: bool = False,

@@ -1,5 +1,6 @@
 """Aggregators against NumPy references; LCM's tree against trees written out by hand."""
 
+import functools
 import math
 
 import jax
@@ -247,8 +248,12 @@ def lcm():
     """An LCM (projection 3 -> 4), its parameters, jitted `apply`, `combine` and projection."""
     module = aggregators.LCMAggregation(features=FEATURES, max_degree=5)
     data = jnp.asarray(_data((7, 3)))
-    params = jax.jit(module.init, static_argnums=3)(
-        jax.random.key(0), data, jnp.asarray(IDS), NUM_SEGMENTS
+    # Random parameters of the right shapes: cheaper to build than compiling the initializers.
+    init = functools.partial(module.init, num_segments=NUM_SEGMENTS)
+    shapes = jax.eval_shape(init, jax.random.key(0), data, jnp.asarray(IDS))
+    rng = np.random.default_rng(0)
+    params = jax.tree_util.tree_map(
+        lambda leaf: jnp.asarray(rng.normal(scale=0.5, size=leaf.shape), leaf.dtype), shapes
     )
     apply = jax.jit(module.apply, static_argnums=3)
     combine = jax.jit(

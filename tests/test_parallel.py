@@ -2,6 +2,7 @@
 fresh interpreters (tests/_parallel_worker.py) with forced CPU devices, checked here against
 single-device references."""
 
+import importlib.util
 import json
 import os
 import socket
@@ -239,3 +240,35 @@ def test_two_processes_train_like_one_process_on_the_union(tmp_path, mode):
     for key in reference:
         np.testing.assert_array_equal(first[key], second[key])
         np.testing.assert_allclose(first[key], reference[key], rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------
+# the scaling benchmark
+
+
+def _scaling_module():
+    path = TESTS.parent / "benchmarks" / "scaling.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_scaling", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scaling_benchmark_quick_gives_weak_scaling_rows():
+    rows = _scaling_module().main(["--quick", "--models", "graph_network"])
+    assert [(row["mode"], row["devices"]) for row in rows] == [("mesh", 1), ("mesh", 2)]
+    one, two = rows
+    assert two["examples"] == 2 * one["examples"]
+    assert one["efficiency"] == 1.0
+    assert two["efficiency"] == pytest.approx(
+        two["examples_per_s"] / (2 * one["examples_per_s"]), rel=1e-6
+    )
+    assert two["all_reduces"] >= 1
+    assert all(row["step_ms"] > 0 and row["host_transfers"] == 0 for row in rows)
+
+
+@pytest.mark.slow
+def test_scaling_benchmark_full_table():
+    rows = _scaling_module().main(["--steps", "2"])
+    assert len(rows) == 2 * 2 * 4
+    assert all(row["host_transfers"] == 0 for row in rows)
