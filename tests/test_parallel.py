@@ -250,6 +250,7 @@ def _scaling_module():
     path = TESTS.parent / "benchmarks" / "scaling.py"
     spec = importlib.util.spec_from_file_location("benchmarks_scaling", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # flax dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

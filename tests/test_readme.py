@@ -23,3 +23,11 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_command = _quickstart_commands()[1]
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci_lines
+
+
+def test_readme_python_example_runs_and_prints_what_it_says(capsys):
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    expected = re.search(r"print\(.*\)\s+# (.*)", code).group(1)
+    assert capsys.readouterr().out.strip() == expected

@@ -669,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("demo", help="evaluate the shipped model and solve one puzzle")
     p.add_argument("--checkpoint", default=PRETRAINED)
     p.add_argument("--data", help="quiz,solution CSV (default: the shipped validation slice)")
-    p.add_argument("--per-level", type=int, help="puzzles per givens level (default: all)")
+    p.add_argument("--per-level", type=int, default=20, help="puzzles per givens level (<= 30)")
     p.add_argument("--steps", type=int, default=64)
     p.add_argument("--no-progress", action="store_true")
 
