@@ -104,8 +104,10 @@ def graph_attention(
 
 def gat(
     project_fn: Callable[[jax.Array], jax.Array],
-    logit_fn: Callable[..., jax.Array],
+    logit_fn: Callable[..., jax.Array] | None = None,
     *,
+    sender_logit_fn: Callable[[jax.Array], jax.Array] | None = None,
+    receiver_logit_fn: Callable[[jax.Array], jax.Array] | None = None,
     num_heads: int = 1,
     negative_slope: float = 0.2,
     use_edges: bool = False,
@@ -123,20 +125,41 @@ def gat(
     `x'_i = sum_j w_ij z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`), with no
     output activation. The paper includes `i` in its own neighbourhood: `add_self_edges=True`
     (not combinable with `use_edges`). Replaces `graph.nodes`.
+
+    Fast path: instead of `logit_fn`, pass `sender_logit_fn` and `receiver_logit_fn`, each mapping
+    the per-head node table `[N, H, D]` to scores `[N, H]`; the edge logit is then
+    `sender_logit_fn(z)[j] + receiver_logit_fn(z)[i]`. That is the paper's form, computed once
+    per node and gathered as `[E, H]` scalars instead of `[E, H, D]` rows.
     """
     _check_combine(combine_heads)
-    if use_edges and add_self_edges:
-        raise ValueError("gat: added self-edges have no edge features; use_edges needs them off.")
+    split_logits = sender_logit_fn is not None or receiver_logit_fn is not None
+    if split_logits == (logit_fn is not None) or (
+        split_logits and (sender_logit_fn is None or receiver_logit_fn is None)
+    ):
+        raise ValueError(
+            "gat: pass either logit_fn, or both sender_logit_fn and receiver_logit_fn."
+        )
+    if use_edges and (add_self_edges or split_logits):
+        raise ValueError(
+            "gat: use_edges needs logit_fn (edge features reach the logits only through it) "
+            "and no added self-edges (they have no edge features)."
+        )
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         fields = ("nodes", "senders", "receivers") + (("edges",) if use_edges else ())
         require(graph, *fields, block="gat")
         projected = _split_heads(project_fn(graph.nodes), num_heads, "project_fn")
         senders, receivers, is_sorted = _edge_index(graph, add_self_edges, indices_are_sorted)
-        inputs = {"sender_nodes": projected[senders], "receiver_nodes": projected[receivers]}
-        if use_edges:
-            inputs["edges"] = graph.edges
-        logits = jax.nn.leaky_relu(logit_fn(**inputs), negative_slope)
+        if split_logits:
+            logits = jnp.take(sender_logit_fn(projected), senders, axis=0) + jnp.take(
+                receiver_logit_fn(projected), receivers, axis=0, indices_are_sorted=is_sorted
+            )
+        else:
+            inputs = {"sender_nodes": projected[senders], "receiver_nodes": projected[receivers]}
+            if use_edges:
+                inputs["edges"] = graph.edges
+            logits = logit_fn(**inputs)
+        logits = jax.nn.leaky_relu(logits, negative_slope)
         per_head = _attend(logits, projected, senders, receivers, projected.shape[0], is_sorted)
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 

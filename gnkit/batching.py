@@ -506,7 +506,8 @@ class BucketPolicy:
 
 
 def _real_sizes(graph: GraphsTuple) -> tuple[int, int, int]:
-    return int(np.sum(np.asarray(graph.n_node))), num_edges(graph), num_graphs(graph)
+    n_node = np.asarray(graph.n_node)
+    return int(n_node.sum()), num_edges(graph), n_node.shape[0]
 
 
 def pad_to_bucket(graph: GraphsTuple, policy: BucketPolicy) -> GraphsTuple:
@@ -521,24 +522,27 @@ def _group_within(
 
     The group collected so far is yielded before the error is raised.
     """
-    limits = (node_limit, edge_limit, graph_limit)
     group: list[GraphsTuple] = []
-    totals = (0, 0, 0)
+    nodes = edges = count = 0
     for graph in graphs:
-        size = _real_sizes(graph)
-        if any(s > limit for s, limit in zip(size, limits, strict=True)):
+        n_node, n_edge, n_graph = _real_sizes(graph)
+        if n_node > node_limit or n_edge > edge_limit or n_graph > graph_limit:
             if group:
                 yield group
             raise RuntimeError(
                 "Found a graph larger than the batch budget: graph (n_node, n_edge, n_graph) = "
-                f"{size}, largest that fits = {limits}."
+                f"{(n_node, n_edge, n_graph)}, largest that fits = "
+                f"{(node_limit, edge_limit, graph_limit)}."
             )
-        grown = tuple(total + s for total, s in zip(totals, size, strict=True))
-        if group and any(total > limit for total, limit in zip(grown, limits, strict=True)):
+        if group and (
+            nodes + n_node > node_limit
+            or edges + n_edge > edge_limit
+            or count + n_graph > graph_limit
+        ):
             yield group
-            group, grown = [], size
+            group, nodes, edges, count = [], 0, 0, 0
         group.append(graph)
-        totals = grown
+        nodes, edges, count = nodes + n_node, edges + n_edge, count + n_graph
     if group:
         yield group
 

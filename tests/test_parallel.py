@@ -233,7 +233,7 @@ def test_two_processes_train_like_one_process_on_the_union(tmp_path, mode):
             worker.reference_run(worker.make_graphs(worker.GRAPHS_PER_STEP * worker.STEPS, 3), 2)
         )
     )
-    initial = dict(("/".join(path), v) for path, v in worker._flatten(jax.device_get(worker.init_params())))
+    initial = dict(("/".join(path), value) for path, value in worker._flatten(worker.init_params()))
     assert first.keys() == second.keys() == reference.keys()
     moved = max(np.abs(reference[k] - initial[k]).max() for k in reference)
     assert moved > 1e-3

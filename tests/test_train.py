@@ -69,7 +69,8 @@ def test_resume_continues_exactly(setup, tmp_path):
     assert int(resumed.step) == 6
     for got, want in zip(
         jax.tree.leaves((resumed.params, resumed.opt_state)),
-        jax.tree.leaves((straight.params, straight.opt_state)), strict=True,
+        jax.tree.leaves((straight.params, straight.opt_state)),
+        strict=True,
     ):
         np.testing.assert_array_equal(got, want)
 
@@ -103,7 +104,8 @@ def test_interrupt_saves_and_resume_matches(setup, tmp_path):
     )
     for got, want in zip(
         jax.tree.leaves((resumed.params, resumed.opt_state)),
-        jax.tree.leaves((straight.params, straight.opt_state)), strict=True,
+        jax.tree.leaves((straight.params, straight.opt_state)),
+        strict=True,
     ):
         np.testing.assert_array_equal(got, want)
 
@@ -187,3 +189,14 @@ def test_malformed_csv_gives_one_line_error(tmp_path, capsys):
     assert demo.main(["eval", "--data", str(bad), "--checkpoint", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and "row 3" in error and "bad.csv" in error
+
+
+def test_cli_dispatches_to_the_sudoku_demo(capsys):
+    from gnkit import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["sudoku", "eval", "--help"])
+    assert exit_info.value.code == 0
+    assert "--checkpoint" in capsys.readouterr().out
+    assert cli.main(["no-such-demo"]) == 2
+    assert "sudoku" in capsys.readouterr().out

@@ -72,7 +72,7 @@ class RecurrentRelationalNetwork(nn.Module):
                 f"cell='mlp' needs update_features[-1] == encoder_features[-1] ({hidden}), "
                 f"got {self.update_features[-1]}"
             )
-        self.encoder = _mlp(self.encoder_features, "encoder")
+        self.encoder = MLP(tuple(self.encoder_features), name="encoder")
         first = self.message_features[0]
         self.message_nodes = nn.Dense(2 * first, use_bias=False, name="message_0_nodes")
         self.message_edges = nn.Dense(first, use_bias=False, name="message_0_edges")
@@ -99,7 +99,7 @@ class RecurrentRelationalNetwork(nn.Module):
             self.recurrent = nn.OptimizedLSTMCell(hidden, name="lstm")
         elif self.cell == "gru":
             self.recurrent = nn.GRUCell(hidden, name="gru")
-        self.readout = _mlp(self.readout_features, "readout")
+        self.readout = MLP(tuple(self.readout_features), name="readout")
 
     def __call__(self, graph: GraphsTuple, num_steps: int, scan: bool = True) -> jax.Array:
         require(graph, "nodes", "senders", "receivers", block="RecurrentRelationalNetwork")
@@ -119,7 +119,7 @@ class RecurrentRelationalNetwork(nn.Module):
                 carry, out = self._step(carry, context)
                 outputs.append(out)
             return jnp.stack(outputs)
-        body = _RRNStepFn
+        body = _scan_body
         if self.remat:
             body = nn.remat(body, prevent_cse=False)
         scanned = nn.scan(
@@ -170,9 +170,6 @@ class RecurrentRelationalNetwork(nn.Module):
         return carry, self.readout(state)
 
 
-def _RRNStepFn(module: RecurrentRelationalNetwork, carry, context):
+def _scan_body(module: RecurrentRelationalNetwork, carry, context):
+    """One step as a function of the module, the form `nn.scan` and `nn.remat` lift."""
     return module._step(carry, context)
-
-
-def _mlp(features: Sequence[int], name: str) -> nn.Module:
-    return MLP(tuple(features), name=name)

@@ -1,0 +1,362 @@
+"""What graph_nets' three demos share: config, padded batches, losses, training, CLI.
+
+graph_nets' demo settings: an `EncodeProcessDecode` with latent size 16 and 2-layer MLPs with
+LayerNorm, Adam at 1e-3, a loss on the output of every processing step. Batches are padded to
+the buckets of a `BucketPolicy`, so a run compiles its train step a handful of times; losses and
+metrics mask the padding. Host driver; the model, loss and train step are jitted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gnkit import train as training
+from gnkit.batching import (
+    BucketPolicy,
+    batch_np,
+    get_edge_padding_mask,
+    get_node_padding_mask,
+    pad_to_bucket,
+    pad_with_graphs,
+)
+from gnkit.graph import GraphsTuple
+from gnkit.nn.encode_process_decode import EncodeProcessDecode
+
+Generate = Callable[[np.random.Generator, int, int, int], tuple[list, list]]
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoConfig:
+    """Model, data and optimiser settings of one demo run.
+
+    `train_sizes` is the `(min, max)` graph size (nodes, list elements or masses) of training
+    graphs; `test_sizes` the size ranges reported at the end, `eval_graphs` graphs each.
+    `eval_every_steps` evaluates on `monitor_graphs` graphs of training size during training.
+    """
+
+    train_steps: int = 5000
+    batch_size: int = 32
+    latent_size: int = 16
+    num_layers: int = 2
+    layer_norm: bool = True
+    learning_rate: float = 1e-3
+    num_processing_steps: int = 10
+    eval_processing_steps: int = 10
+    train_sizes: tuple[int, int] = (8, 16)
+    test_sizes: tuple[tuple[int, int], ...] = ((8, 16), (16, 32))
+    eval_graphs: int = 1000
+    eval_batch_size: int = 100
+    monitor_graphs: int = 200
+    eval_every_steps: int = 500
+    factorised: bool = True
+    seed: int = 0
+
+
+def override(config: DemoConfig, pairs: Sequence[tuple[str, str]] | None) -> DemoConfig:
+    """`config` with `FIELD VALUE` pairs from the command line applied (JSON values)."""
+    fields = {field.name for field in dataclasses.fields(config)}
+    changes = {}
+    for key, value in pairs or ():
+        if key not in fields:
+            raise SystemExit(f"unknown config field {key!r}; fields: {', '.join(sorted(fields))}")
+        parsed = json.loads(value)
+        if isinstance(parsed, list):
+            parsed = tuple(tuple(item) if isinstance(item, list) else item for item in parsed)
+        changes[key] = parsed
+    return dataclasses.replace(config, **changes)
+
+
+def config_from_json(text: str) -> DemoConfig:
+    """The inverse of `json.dumps(dataclasses.asdict(config))`."""
+    values = json.loads(text)
+    values["train_sizes"] = tuple(values["train_sizes"])
+    values["test_sizes"] = tuple(tuple(pair) for pair in values["test_sizes"])
+    return DemoConfig(**values)
+
+
+def make_model(
+    config: DemoConfig, edge_output_size: int | None, node_output_size: int | None
+) -> EncodeProcessDecode:
+    """The demos' `EncodeProcessDecode` (sum aggregation, receiver-sorted batches)."""
+    return EncodeProcessDecode(
+        edge_output_size=edge_output_size,
+        node_output_size=node_output_size,
+        latent_size=config.latent_size,
+        num_layers=config.num_layers,
+        layer_norm=config.layer_norm,
+        factorised=config.factorised,
+        indices_are_sorted=True,
+    )
+
+
+def bucket_policy(batch_size: int, min_nodes: int, min_edges: int) -> BucketPolicy:
+    """Buckets for batches of `batch_size` graphs of at least `min_nodes` / `min_edges` each."""
+    return BucketPolicy(
+        growth=1.2,
+        min_nodes=batch_size * min_nodes,
+        min_edges=max(batch_size * min_edges, 1),
+        min_graphs=batch_size + 1,
+    )
+
+
+def pad_pair(
+    inputs: list[GraphsTuple], targets: list[GraphsTuple], policy: BucketPolicy
+) -> tuple[GraphsTuple, GraphsTuple]:
+    """Batch input and target graphs and pad both to the same bucket of `policy`. Host."""
+    padded = pad_to_bucket(batch_np(inputs), policy)
+    sizes = (len(padded.senders), len(padded.n_node))
+    nodes = int(np.sum(padded.n_node))
+    return padded, pad_with_graphs(batch_np(targets), nodes, sizes[0], sizes[1])
+
+
+def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
+    """Mean of `values` `[R]` over the rows where `mask` `[R]` is True (0 if none). Jittable."""
+    mask = mask.astype(values.dtype)
+    return jnp.sum(values * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def classification_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax.Array:
+    """graph_nets' loss: node plus edge softmax cross-entropy, averaged over steps. Jittable.
+
+    `outputs` are the per-step logits (nodes `[N, C]`, edges `[E, C]`), `targets` the padded
+    one-hot targets; padding rows are masked out.
+    """
+    node_mask = get_node_padding_mask(targets)
+    edge_mask = get_edge_padding_mask(targets)
+    per_step = [
+        masked_mean(optax.softmax_cross_entropy(output.nodes, targets.nodes), node_mask)
+        + masked_mean(optax.softmax_cross_entropy(output.edges, targets.edges), edge_mask)
+        for output in outputs
+    ]
+    return sum(per_step) / len(per_step)
+
+
+def init_params(model: EncodeProcessDecode, example: GraphsTuple, seed: int):
+    """Parameters for `model` from one small example graph (they do not depend on its size)."""
+    return model.init(jax.random.PRNGKey(seed), example, 1)
+
+
+def make_train_step(
+    model: EncodeProcessDecode,
+    optimizer: optax.GradientTransformation,
+    loss_fn: Callable[[list[GraphsTuple], GraphsTuple], jax.Array],
+    num_processing_steps: int,
+):
+    """A jitted `(params, opt_state, (inputs, targets)) -> (params, opt_state, {"loss"})`."""
+
+    def loss_of(params, inputs, targets):
+        return loss_fn(model.apply(params, inputs, num_processing_steps), targets)
+
+    @jax.jit
+    def train_step(params, opt_state, batch):
+        inputs, targets = batch
+        loss, grads = jax.value_and_grad(loss_of)(params, inputs, targets)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, {"loss": loss}
+
+    return train_step
+
+
+def make_predict(model: EncodeProcessDecode, num_processing_steps: int):
+    """A jitted `(params, padded inputs) -> last-step output graph`."""
+
+    @jax.jit
+    def predict(params, inputs):
+        return model.apply(params, inputs, num_processing_steps)[-1]
+
+    return predict
+
+
+def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[GraphsTuple]:
+    """Batches of `batch_size` graphs, all padded to the largest batch's size (one shape). Host."""
+    batches = [batch_np(graphs[i : i + batch_size]) for i in range(0, len(graphs), batch_size)]
+    n_node = max(int(np.sum(b.n_node)) for b in batches) + 1
+    n_edge = max(int(np.sum(b.n_edge)) for b in batches)
+    return [pad_with_graphs(b, n_node, n_edge, batch_size + 1) for b in batches]
+
+
+def predict_graphs(
+    predict, params, inputs: list[GraphsTuple], batch_size: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Last-step node and edge outputs for `inputs`, concatenated in order (padding dropped)."""
+    nodes, edges = [], []
+    for padded in pad_all_to(inputs, batch_size):
+        output = jax.device_get(predict(params, padded))
+        real_nodes = int(np.sum(padded.n_node[:-1]))
+        real_edges = int(np.sum(padded.n_edge[:-1]))
+        if output.nodes is not None:
+            nodes.append(np.asarray(output.nodes)[:real_nodes])
+        if output.edges is not None:
+            edges.append(np.asarray(output.edges)[:real_edges])
+    return (
+        np.concatenate(nodes) if nodes else None,
+        np.concatenate(edges) if edges else None,
+    )
+
+
+def classification_metrics(
+    predict, params, inputs, targets, batch_size: int, metrics_fn
+) -> dict[str, float]:
+    """A task's `metrics` over all of `inputs` (node and edge labels). Host driver."""
+    nodes, edges = predict_graphs(predict, params, inputs, batch_size)
+    target = batch_np(targets)
+    return metrics_fn(target._replace(nodes=nodes, edges=edges), target)
+
+
+def random_batches(
+    config: DemoConfig, generate: Generate, policy: BucketPolicy
+) -> Callable[[int], tuple[GraphsTuple, GraphsTuple]]:
+    """`step -> padded (inputs, targets)`, a pure function of the step (exact resume). Host."""
+
+    def make_batch(step: int):
+        rng = np.random.default_rng([config.seed, step])
+        inputs, targets = generate(rng, config.batch_size, *config.train_sizes)
+        return pad_pair(inputs, targets, policy)
+
+    return make_batch
+
+
+def run_training(
+    config: DemoConfig,
+    model: EncodeProcessDecode,
+    example: GraphsTuple,
+    loss_fn,
+    make_batch,
+    evaluate,
+    out_dir: Path,
+    progress: bool,
+):
+    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the params."""
+    optimizer = optax.adam(config.learning_rate)
+    params = init_params(model, example, config.seed)
+    state = training.TrainState(params=params, opt_state=optimizer.init(params))
+    state = training.resume_or(state, out_dir / "checkpoints")
+    if state.step:
+        print(f"resuming {out_dir} at step {int(state.step)}", flush=True)
+    state = training.fit(
+        state,
+        make_train_step(model, optimizer, loss_fn, config.num_processing_steps),
+        make_batch,
+        config.train_steps,
+        examples_per_step=config.batch_size,
+        evaluate=evaluate,
+        eval_every_steps=config.eval_every_steps,
+        checkpoint_dir=out_dir / "checkpoints",
+        metrics_path=out_dir / "metrics.jsonl",
+        log_every_steps=max(1, min(100, config.train_steps // 10)),
+        progress=progress,
+    )
+    return state.params
+
+
+def load_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, out_dir):
+    """The parameters of the latest checkpoint in `out_dir/checkpoints`."""
+    path = training.latest_checkpoint(Path(out_dir) / "checkpoints")
+    if path is None:
+        raise SystemExit(f"no checkpoint in {out_dir}/checkpoints; run `train` first")
+    params = init_params(model, example, config.seed)
+    template = training.TrainState(params=params, opt_state=optax.adam(1.0).init(params))
+    return training.load_checkpoint(path, template).params
+
+
+def prepare_out_dir(out_dir: str | Path, config: DemoConfig) -> Path:
+    """Create `out_dir` and record `config` there; refuse a directory of another config."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "config.json"
+    if path.exists() and config_from_json(path.read_text()) != config:
+        raise SystemExit(f"{out_dir} holds a run with another config; use another --out")
+    path.write_text(json.dumps(dataclasses.asdict(config), indent=2))
+    return out_dir
+
+
+def saved_config(out_dir: str | Path) -> DemoConfig:
+    path = Path(out_dir) / "config.json"
+    if not path.exists():
+        raise SystemExit(f"no config.json in {out_dir}; run `train` first")
+    return config_from_json(path.read_text())
+
+
+def write_results(out_dir: Path, results: dict[str, Any]) -> None:
+    """Write `results.json` in `out_dir` and print it."""
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2), flush=True)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_training(out_dir: Path, score_key: str, score_label: str) -> None:
+    """`training.png`: training loss and the monitored score against the step."""
+    rows = training.read_metrics(out_dir / "metrics.jsonl")
+    train_rows = [row for row in rows if row["kind"] == "train"]
+    eval_rows = [row for row in rows if row["kind"] == "eval" and score_key in row]
+    plt = pyplot()
+    figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
+    loss_axis.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows])
+    loss_axis.set(xlabel="step", ylabel="training loss", yscale="log")
+    score_axis.plot([r["step"] for r in eval_rows], [r[score_key] for r in eval_rows], marker=".")
+    score_axis.set(xlabel="step", ylabel=score_label)
+    for axis in (loss_axis, score_axis):
+        axis.grid(alpha=0.3)
+    figure.savefig(out_dir / "training.png", dpi=110)
+    plt.close(figure)
+
+
+def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
+    """`train` and `eval` subcommands shared by the demos."""
+    parser = argparse.ArgumentParser(prog=f"gnkit {name}", description=description)
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="train (resumes from --out), then evaluate")
+    train.add_argument("--config", choices=sorted(configs), default="default")
+    train.add_argument("--out", default=f"runs/{name}", help="run directory")
+    train.add_argument("--steps", type=int, help="training steps (default: the config's)")
+    train.add_argument("--seed", type=int, help="random seed (default: the config's)")
+    train.add_argument(
+        "--set", nargs=2, action="append", metavar=("FIELD", "VALUE"),
+        help="override a config field with a JSON value, e.g. --set batch_size 16",
+    )
+    train.add_argument("--no-progress", action="store_true")
+    evaluate = commands.add_parser("eval", help="evaluate the run in --out on the test sets")
+    evaluate.add_argument("--out", default=f"runs/{name}", help="run directory")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, configs: dict[str, DemoConfig]) -> DemoConfig:
+    config = override(configs[args.config], args.set)
+    if args.steps is not None:
+        config = dataclasses.replace(config, train_steps=args.steps)
+    if args.seed is not None:
+        config = dataclasses.replace(config, seed=args.seed)
+    return config
+
+
+class Stopwatch:
+    """Wall and process CPU seconds since construction."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.time(), time.process_time()
+
+    def read(self) -> dict[str, float]:
+        return {
+            "wall_seconds": round(time.time() - self.wall, 1),
+            "cpu_seconds": round(time.process_time() - self.cpu, 1),
+        }
