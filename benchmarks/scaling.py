@@ -14,6 +14,20 @@ cores efficiency is bounded by about `C / k`, so this measures correctness and o
 speed-up of real accelerators. Each row also shows the all-reduce ops in the compiled step
 (gradients and metrics) and the host transfers during the timed steps, which run under
 `jax.transfer_guard("disallow")`: an implicit host transfer would raise, so 0 is measured.
+
+Running the same code on accelerators (the README's scale-out note):
+
+- One multi-GPU host or one TPU VM: nothing changes. `make_mesh()` spans every local device;
+  'mesh' (recommended) or 'pmap' runs one batch per device.
+- Many hosts (a TPU pod slice, a GPU cluster): start the same script on every host and call
+  `gnkit.parallel.initialize()` before any other JAX call. On Cloud TPU, Slurm and Open MPI it
+  needs no arguments; elsewhere set `JAX_COORDINATOR_ADDRESS=host0:port`, `JAX_NUM_PROCESSES`
+  and `JAX_PROCESS_ID` on each process (or pass them). Each process reads only its part of the
+  data (`process_shard`) and feeds only its own devices; give `device_batches` a fixed `budget`
+  so that every host pads to the same shapes. On a TPU pod slice, e.g.
+  `gcloud compute tpus tpu-vm ssh NAME --worker=all --command="python train.py"`.
+- Weak scaling grows the global batch with the device count: rescale the learning rate if the
+  per-device batch stays fixed.
 """
 
 from __future__ import annotations
@@ -214,7 +228,9 @@ def _parse(argv):
     parser.add_argument("--molecules", type=int, default=32, help="graphs per device")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
-    args.devices = [int(d) for d in (args.devices or ("1,2" if args.quick else "1,2,4,8")).split(",")]
+    args.devices = [
+        int(d) for d in (args.devices or ("1,2" if args.quick else "1,2,4,8")).split(",")
+    ]
     args.modes = (args.modes or ("mesh" if args.quick else "mesh,pmap")).split(",")
     args.models = args.models.split(",")
     args.steps = args.steps or (2 if args.quick else 5)

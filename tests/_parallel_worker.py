@@ -113,7 +113,9 @@ def optimizer():
 def pad_union(graphs: list[GraphsTuple]) -> GraphsTuple:
     """All graphs in one batch with one padding node and graph: the single-device reference."""
     union = batch_np(graphs)
-    return pad_with_graphs(union, int(union.n_node.sum()) + 1, int(union.n_edge.sum()), len(graphs) + 1)
+    return pad_with_graphs(
+        union, int(union.n_node.sum()) + 1, int(union.n_edge.sum()), len(graphs) + 1
+    )
 
 
 def step_graphs(graphs: list[GraphsTuple], step: int, process_index: int, process_count: int):
@@ -143,8 +145,11 @@ def reference_run(graphs: list[GraphsTuple], process_count: int) -> dict:
 
 
 def _max_difference(a, b) -> float:
-    leaves = jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda x, y: np.max(np.abs(
-        np.asarray(x, np.float64) - np.asarray(y, np.float64))), a, b))
+    leaves = jax.tree_util.tree_leaves(
+        jax.tree_util.tree_map(
+            lambda x, y: np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))), a, b
+        )
+    )
     return float(max(leaves))
 
 
@@ -158,10 +163,16 @@ def check_data_parallel(results: dict) -> None:
 
     graphs = make_graphs(19)
     batches = parallel.device_batches(graphs, jax.device_count())
-    union = [g for shard in parallel.split_graphs(
-        [g.n_node[0] for g in graphs], [g.n_edge[0] for g in graphs], jax.device_count()
-    ) for g in (graphs[i] for i in shard)]
-    results["device_batch_shapes_equal"] = len({str(jax.tree_util.tree_map(np.shape, b)) for b in batches}) == 1
+    union = [
+        g
+        for shard in parallel.split_graphs(
+            [g.n_node[0] for g in graphs], [g.n_edge[0] for g in graphs], jax.device_count()
+        )
+        for g in (graphs[i] for i in shard)
+    ]
+    results["device_batch_shapes_equal"] = (
+        len({str(jax.tree_util.tree_map(np.shape, b)) for b in batches}) == 1
+    )
     params = init_params()
     single = parallel.make_train_step(loss_fn, optimizer(), "single", donate=False)
     expected, _, expected_metrics = single(params, optimizer().init(params), pad_union(union))
@@ -191,8 +202,13 @@ def _edge_sharded_pair(model, params, graph, mesh, out_specs=None):
     def objective(run, graph_in):
         def value(p):
             out = run(p, graph_in)
-            return sum(jnp.sum(jnp.sin(leaf)) for leaf in jax.tree_util.tree_leaves(
-                (out.nodes, out.edges, out.globals) if isinstance(out, GraphsTuple) else out))
+            return sum(
+                jnp.sum(jnp.sin(leaf))
+                for leaf in jax.tree_util.tree_leaves(
+                    (out.nodes, out.edges, out.globals) if isinstance(out, GraphsTuple) else out
+                )
+            )
+
         return value
 
     sharded = parallel.edge_sharded(lambda p, g: model(p, g, True), mesh, out_specs)
@@ -201,8 +217,10 @@ def _edge_sharded_pair(model, params, graph, mesh, out_specs=None):
     out = jax.jit(lambda p, g: model(p, g, False))(params, plain_graph)
     out_sharded = jax.jit(sharded)(params, sharded_graph)
     if isinstance(out, GraphsTuple):
-        out, out_sharded = (out.nodes, out.edges, out.globals), (
-            out_sharded.nodes, out_sharded.edges, out_sharded.globals)
+        out, out_sharded = (
+            (out.nodes, out.edges, out.globals),
+            (out_sharded.nodes, out_sharded.edges, out_sharded.globals),
+        )
     grads = jax.jit(jax.grad(objective(lambda p, g: model(p, g, False), plain_graph)))(params)
     grads_sharded = jax.jit(jax.grad(objective(sharded, sharded_graph)))(params)
     return {
@@ -218,7 +236,7 @@ def big_graph(n_node=(30, 18, 1), n_edge=(100, 60, 0), seed=1) -> GraphsTuple:
     rng = np.random.default_rng(seed)
     offsets = np.concatenate([[0], np.cumsum(n_node)[:-1]])
     senders, receivers = [], []
-    for offset, n, e in zip(offsets, n_node, n_edge):
+    for offset, n, e in zip(offsets, n_node, n_edge, strict=True):
         receivers.append(np.sort(rng.integers(0, n, e)) + offset)
         senders.append(rng.integers(0, n, e) + offset)
     total_n, total_e = int(sum(n_node)), int(sum(n_edge))
@@ -231,6 +249,36 @@ def big_graph(n_node=(30, 18, 1), n_edge=(100, 60, 0), seed=1) -> GraphsTuple:
         n_node=np.asarray(n_node, np.int32),
         n_edge=np.asarray(n_edge, np.int32),
     )
+
+
+def check_edge_forward(results: dict) -> None:
+    """Forward only, for the fast suite: a blocks GraphNetwork with sum and min aggregators, and
+    an unsharded edge reduction (gnkit.convolutions.gcn as it is) rejected at trace time."""
+    from gnkit import parallel
+    from gnkit.convolutions import gcn
+
+    mesh = parallel.make_mesh(parallel.EDGE_AXIS)
+    graph, params = big_graph(), init_params()
+    plain = jax.jit(lambda p, g: graph_network(p, "sum", "min")(g))(params, jax.device_put(graph))
+    sharded = parallel.edge_sharded(
+        lambda p, g: graph_network(
+            p, parallel.sharded_aggregator("sum"), parallel.sharded_aggregator("min")
+        )(g),
+        mesh,
+    )
+    out = jax.jit(sharded)(params, parallel.shard_edges(graph, mesh))
+    results["forward_difference"] = _max_difference(
+        (plain.nodes, plain.edges, plain.globals), (out.nodes, out.edges, out.globals)
+    )
+    results["forward_scale"] = _scale((plain.nodes, plain.globals))
+    unsharded = parallel.edge_sharded(
+        lambda p, g: gcn(lambda x: x)(g).nodes, mesh, jax.sharding.PartitionSpec()
+    )
+    try:
+        jax.eval_shape(unsharded, params, parallel.shard_edges(graph, mesh))
+        results["unsharded_reduction_error"] = None
+    except ValueError as error:
+        results["unsharded_reduction_error"] = str(error)
 
 
 def check_edge_sharded(results: dict) -> None:
@@ -320,8 +368,9 @@ def check_sudoku(results: dict) -> None:
     from gnkit import parallel
     from gnkit.tasks import sudoku
 
-    model = sudoku.SudokuRRN(hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2,
-                             update_layers=1)
+    model = sudoku.SudokuRRN(
+        hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1
+    )
     quizzes = np.zeros((jax.device_count(), sudoku.NUM_CELLS), np.int32)
     solutions = np.tile(np.arange(1, 10, dtype=np.int32), 9)[None].repeat(len(quizzes), 0)
     params = jax.jit(model.init, static_argnums=2)(jax.random.PRNGKey(0), quizzes[:1], 1)
@@ -353,6 +402,7 @@ def run_devices(out: str, checks: list[str]) -> None:
 
 CHECKS = {
     "data_parallel": check_data_parallel,
+    "edge_forward": check_edge_forward,
     "edge_sharded": check_edge_sharded,
     "sudoku": check_sudoku,
 }
@@ -366,8 +416,9 @@ def run_process(process_id: int, num_processes: int, port: int, mode: str, out: 
     from gnkit import parallel
 
     if process_id == 0:
-        parallel.initialize(f"127.0.0.1:{port}", num_processes, process_id,
-                            initialization_timeout=60)
+        parallel.initialize(
+            f"127.0.0.1:{port}", num_processes, process_id, initialization_timeout=60
+        )
     else:
         os.environ.update(
             JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",

@@ -200,3 +200,18 @@ def test_cli_dispatches_to_the_sudoku_demo(capsys):
     assert "--checkpoint" in capsys.readouterr().out
     assert cli.main(["no-such-demo"]) == 2
     assert "sudoku" in capsys.readouterr().out
+
+
+def test_learning_curves_subtract_evaluation_time(tmp_path):
+    rows = [
+        {"kind": "train", "step": 1, "cpu_minutes": 1.0},
+        {"kind": "eval", "step": 2, "examples": 64, "cpu_minutes": 3.0, "eval_cpu_minutes": 0.5,
+         "per_givens": {"17": {"puzzle": 0.0, "cell": 0.2}}},
+        {"kind": "eval", "step": 4, "examples": 128, "cpu_minutes": 6.0, "eval_cpu_minutes": 0.5,
+         "per_givens": {"17": {"puzzle": 0.1, "cell": 0.5}}},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    curves = demo.learning_curves({"cpu": tmp_path})
+    assert [row["train_cpu_minutes"] for row in curves["cpu"]] == [2.5, 5.0]
+    demo.plot_curves(curves, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 1000

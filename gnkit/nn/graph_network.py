@@ -83,7 +83,11 @@ class FactorisedDense(nn.Module):
 
 
 class _UpdateMLP(nn.Module):
-    """An MLP whose first layer is a `FactorisedDense` over `parts`."""
+    """`MLP` on the concatenated `parts`, its first layer a `FactorisedDense`.
+
+    The parameters have `MLP`'s layout (`dense_0`, `dense_1`, ..., `LayerNorm_0`), with
+    `dense_0`'s kernel over the concatenated input.
+    """
 
     features: Sequence[int]
     activation: Callable[[jax.Array], jax.Array]
@@ -93,16 +97,16 @@ class _UpdateMLP(nn.Module):
 
     @nn.compact
     def __call__(self, parts: Sequence[Part]) -> jax.Array:
+        last = len(self.features) - 1
         hidden = FactorisedDense(self.features[0], self.factorised, name="dense_0")(parts)
-        if len(self.features) > 1 or self.activate_final:
-            hidden = self.activation(hidden)
-        return MLP(
-            tuple(self.features[1:]),
-            activation=self.activation,
-            activate_final=self.activate_final,
-            layer_norm=self.layer_norm,
-            name="rest",
-        )(hidden)
+        for index, width in enumerate(self.features):
+            if index > 0:
+                hidden = nn.Dense(width, name=f"dense_{index}")(hidden)
+            if index < last or self.activate_final:
+                hidden = self.activation(hidden)
+        if self.layer_norm:
+            hidden = nn.LayerNorm()(hidden)
+        return hidden
 
 
 class GraphNetwork(nn.Module):

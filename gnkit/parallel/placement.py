@@ -24,7 +24,7 @@ tree_map = jax.tree_util.tree_map
 
 
 def make_mesh(axis_name: str = DATA_AXIS, devices: Sequence[jax.Device] | None = None) -> Mesh:
-    """A one-axis `Mesh` named `axis_name` over `devices` (default: all devices of all processes)."""
+    """A one-axis `Mesh` named `axis_name` over `devices` (default: every device, all hosts)."""
     return Mesh(np.asarray(jax.devices() if devices is None else devices), (axis_name,))
 
 

@@ -213,7 +213,8 @@ class SudokuRRN(nn.Module):
 
     Each cell's input is the concatenation of three `embed_size`-d embeddings (digit 0-9, row,
     column). Call with int `quizzes [B, 81]` and a static `num_steps`; returns logits over the
-    digits 1-9 at every step, `[num_steps, B, 81, 9]`. Jittable.
+    digits 1-9 at every step, `[num_steps, B, 81, 9]`. `fixed_degree` sums messages with a
+    reshape (every cell has 20 neighbours) instead of a scatter: same numbers, faster. Jittable.
     """
 
     hidden_size: int = 96

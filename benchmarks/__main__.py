@@ -1,0 +1,403 @@
+"""gnkit's benchmark suite: gnkit vs jraph (and PyG when installed), measured in one run.
+
+    python -m benchmarks [--quick] [--json PATH] [--reps 5] [--only w1,w2,...]
+                         [--malloc both|default|tuned|current] [--ablations] [--no-pyg]
+
+Workloads (see `benchmarks/workloads.py`): W1 a graph-network step on Sudoku graphs, W1 x 8 the
+same step repeated with shared weights (`scan`), W2 a 3-layer GAT on molecule-sized graphs, W3 a
+2-layer GCN on one 1.2 M-edge graph, a sorted segment-sum bandwidth probe beside a memory copy,
+the Sudoku RRN (memory and compile time of 8 vs 64 remat steps, and the training throughput from
+`benchmarks/sudoku_rrn.py`) and the bucketed-padding stream (`benchmarks/bucketing.py`).
+
+Every contender's forward output is checked against gnkit's on the same weights first. Then each
+contender is warmed up and timed `--reps` times, interleaved (one step of each in turn), and the
+table gives the median / min / max step time, the ratio peer median / gnkit median (above 1:
+gnkit is faster), the compile time and XLA's peak-memory estimate. With `--malloc both` (the
+default for full runs) everything runs twice, in subprocesses with glibc's default allocator and
+with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736`, and the summary compares each
+library's better setting. `--quick` runs everything at tiny size in this process (the tests use
+it). Host only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks import workloads
+
+TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
+
+
+def _block(value) -> None:
+    if isinstance(value, jax.Array):
+        value.block_until_ready()
+    elif value is not None and hasattr(value, "item"):
+        value.item()
+
+
+def _reference_name(names: Sequence[str]) -> str:
+    return next(name for name in names if name.startswith("gnkit"))
+
+
+def check_agreement(workload: workloads.Workload) -> dict[str, float]:
+    """Relative max difference of every contender's forward output to gnkit's; raises if off."""
+    reference_name = _reference_name(list(workload.contenders))
+    reference = workload.contenders[reference_name].forward()
+    scale = max(float(np.max(np.abs(reference))), 1e-6)
+    errors = {}
+    for name, contender in workload.contenders.items():
+        if contender.forward is None:
+            continue
+        output = contender.forward()
+        errors[name] = float(np.max(np.abs(output - reference))) / scale
+        if output.shape != reference.shape or errors[name] > workload.tolerance:
+            raise AssertionError(
+                f"{workload.name}: {name} disagrees with {reference_name} "
+                f"(relative max difference {errors[name]:.2e}, shapes {output.shape} vs "
+                f"{reference.shape})"
+            )
+    return errors
+
+
+def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
+    """Interleaved timing of every contender: one step of each in turn, `reps` rounds."""
+    errors = check_agreement(workload)
+    names = list(workload.contenders)
+    first_call = {}
+    for name in names:
+        for index in range(warmup):
+            start = time.perf_counter()
+            _block(workload.contenders[name].step())
+            if index == 0:
+                first_call[name] = time.perf_counter() - start
+    times = {name: [] for name in names}
+    for round_index in range(reps):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            _block(workload.contenders[name].step())
+            times[name].append(time.perf_counter() - start)
+    reference = statistics.median(times[_reference_name(names)])
+    rows = {}
+    for name in names:
+        contender = workload.contenders[name]
+        median = statistics.median(times[name])
+        compile_s = contender.compile_s
+        if compile_s is None:
+            compile_s = max(first_call[name] - median, 0.0)
+        rows[name] = {
+            "median_s": median,
+            "min_s": min(times[name]),
+            "max_s": max(times[name]),
+            "ratio": median / reference,
+            "compile_s": compile_s,
+            "peak_bytes": contender.peak_bytes,
+            "relative_error": errors.get(name),
+        }
+    result = {"description": workload.description, "rows": rows}
+    if workload.bytes_moved:
+        result["bytes_moved"] = workload.bytes_moved
+        for row in rows.values():
+            row["gb_per_s"] = workload.bytes_moved / row["median_s"] / 1e9
+    return result
+
+
+def rrn_memory(quick: bool) -> dict:
+    """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps."""
+    from gnkit.tasks import sudoku
+
+    batch, hidden, layers = (1, 8, 1) if quick else (8, 96, 3)
+    quizzes = jnp.zeros((batch, sudoku.NUM_CELLS), jnp.int32)
+    solutions = jnp.ones((batch, sudoku.NUM_CELLS), jnp.int32)
+    rows = {}
+    settings = ((True, 8), (True, 64)) + (() if quick else ((False, 8), (False, 64)))
+    for remat, steps in settings:
+        model = sudoku.SudokuRRN(
+            hidden_size=hidden,
+            encoder_layers=layers,
+            message_layers=layers + 1,
+            update_layers=layers,
+            remat=remat,
+        )
+        params = model.init(jax.random.PRNGKey(0), quizzes, 1)
+
+        def loss(params, model=model, steps=steps):
+            return jnp.mean(sudoku.cell_loss(model.apply(params, quizzes, steps), solutions))
+
+        start = time.perf_counter()
+        compiled = jax.jit(jax.grad(loss)).lower(params).compile()
+        compile_s = time.perf_counter() - start
+        memory = compiled.memory_analysis()
+        rows[f"{'remat' if remat else 'no remat'}, {steps} steps"] = {
+            "compile_s": compile_s,
+            "temp_bytes": int(memory.temp_size_in_bytes),
+            "peak_bytes": int(
+                memory.temp_size_in_bytes
+                + memory.argument_size_in_bytes
+                + memory.output_size_in_bytes
+            ),
+        }
+    description = f"SudokuRRN gradient, batch {batch}, hidden {hidden}, {layers}-layer MLPs"
+    return {"description": description, "rows": rows}
+
+
+def rrn_throughput(quick: bool, reps: int) -> dict | None:
+    """The Sudoku engineer's gnkit-vs-jraph training-step measurement, if present."""
+    if quick:
+        return {"skipped": "--quick (it compiles two paper-size models)"}
+    try:
+        from benchmarks import sudoku_rrn
+    except ImportError:
+        return None
+    batch, steps, reps = 16, 16, max(2, reps // 2)
+    result = sudoku_rrn.measure(batch, steps, reps)
+    return {"description": f"Sudoku RRN training step, batch {batch}, {steps} steps", **result}
+
+
+def bucketing_stream(quick: bool) -> dict | None:
+    """Compiles and padding of a random batch stream (`benchmarks/bucketing.py`), if present."""
+    try:
+        from benchmarks import bucketing
+    except ImportError:
+        return None
+    n_batches = 10 if quick else 60
+    table = bucketing.bucketing_table(0, n_batches, run_jit=not quick)
+    return {"description": f"stream of {n_batches} random batches", "rows": table}
+
+
+def machine() -> dict:
+    info = {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "jax": jax.__version__,
+        "platform": jax.devices()[0].platform,
+        "allocator": {key: os.environ.get(key, "unset") for key in TUNED_MALLOC},
+    }
+    try:
+        with open("/proc/cpuinfo") as stream:
+            model = next(line for line in stream if line.startswith("model name"))
+        info["cpu"] = model.split(":", 1)[1].strip()
+    except (OSError, StopIteration):
+        pass
+    for module in ("jraph", "torch", "torch_geometric"):
+        try:
+            info[module] = __import__(module).__version__
+        except ImportError:
+            info[module] = None
+    return info
+
+
+def run(args) -> dict:
+    """Every selected workload in this process."""
+    pyg = workloads.have_pyg() and not args.no_pyg
+    if pyg:
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
+    warmup = 1 if args.quick else 2
+    results = {"machine": machine(), "pyg": pyg, "timed": {}}
+    selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
+        "rrn",
+        "bucketing",
+    ]
+    for key in selected:
+        if key in workloads.WORKLOADS:
+            workload = workloads.WORKLOADS[key](args.quick, pyg, args.ablations)
+            results["timed"][workload.name] = time_workload(workload, args.reps, warmup)
+            print_timed(workload.name, results["timed"][workload.name])
+        elif key == "rrn":
+            results["rrn_memory"] = rrn_memory(args.quick)
+            print_rrn_memory(results["rrn_memory"])
+            results["rrn_throughput"] = rrn_throughput(args.quick, args.reps)
+            print_rrn_throughput(results["rrn_throughput"])
+        elif key == "bucketing":
+            results["bucketing"] = bucketing_stream(args.quick)
+            print_bucketing(results["bucketing"])
+        else:
+            raise ValueError(f"unknown workload {key!r}")
+    return results
+
+
+def _mb(value) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f}"
+
+
+def print_timed(name: str, result: dict) -> None:
+    print(f"\n{name}: {result['description']}", flush=True)
+    header = (
+        f"{'contender':28s} {'median ms':>10s} {'min ms':>9s} {'max ms':>9s} "
+        f"{'x gnkit':>8s} {'compile s':>9s} {'peak MB':>8s}"
+    )
+    if "bytes_moved" in result:
+        header += f" {'GB/s':>6s}"
+    print(header)
+    for contender, row in result["rows"].items():
+        line = (
+            f"{contender:28s} {row['median_s'] * 1e3:10.1f} {row['min_s'] * 1e3:9.1f} "
+            f"{row['max_s'] * 1e3:9.1f} {row['ratio']:8.2f} {row['compile_s']:9.2f} "
+            f"{_mb(row['peak_bytes']):>8s}"
+        )
+        if "gb_per_s" in row:
+            line += f" {row['gb_per_s']:6.2f}"
+        print(line, flush=True)
+
+
+def print_rrn_memory(result: dict) -> None:
+    print(f"\nRRN remat: {result['description']}")
+    print(f"{'setting':24s} {'compile s':>9s} {'temp MB':>8s} {'peak MB':>8s}")
+    for name, row in result["rows"].items():
+        print(
+            f"{name:24s} {row['compile_s']:9.2f} {_mb(row['temp_bytes']):>8s} "
+            f"{_mb(row['peak_bytes']):>8s}"
+        )
+    rows = result["rows"]
+    print(
+        f"remat 64 / 8 steps: peak memory x{rows['remat, 64 steps']['peak_bytes'] / rows['remat, 8 steps']['peak_bytes']:.2f}, "
+        f"compile time x{rows['remat, 64 steps']['compile_s'] / rows['remat, 8 steps']['compile_s']:.2f}",
+        flush=True,
+    )
+
+
+def print_rrn_throughput(result: dict | None) -> None:
+    if result is None:
+        print("\nSudoku RRN throughput: benchmarks/sudoku_rrn.py not present, skipped")
+        return
+    if "skipped" in result:
+        print(f"\nSudoku RRN throughput: skipped in {result['skipped']}")
+        return
+    print(f"\n{result['description']}")
+    for name in ("gnkit", "jraph"):
+        row = result[name]
+        print(f"{name:8s} {row['seconds_per_step'] * 1e3:10.1f} ms/step {row['puzzles_per_s']:8.2f} puzzles/s")
+    print(
+        f"jraph / gnkit step time: "
+        f"{result['jraph']['seconds_per_step'] / result['gnkit']['seconds_per_step']:.2f}",
+        flush=True,
+    )
+
+
+def print_bucketing(result: dict | None) -> None:
+    if result is None:
+        print("\nBucketing stream: benchmarks/bucketing.py not present, skipped")
+        return
+    print(f"\nBucketed padding: {result['description']}")
+    print(f"{'strategy':44s} {'compiles':>8s} {'nodes x':>7s} {'edges x':>7s} {'jit s':>7s}")
+    for name, row in result["rows"].items():
+        print(
+            f"{name:44s} {row['compiles']:8d} {row['nodes']:7.2f} {row['edges']:7.2f} "
+            f"{row['jit_s']:7.2f}",
+            flush=True,
+        )
+
+
+def summarise(settings: dict[str, dict]) -> list[dict]:
+    """Per workload and peer: each library's best median over the allocator settings."""
+    summary = []
+    first = next(iter(settings.values()))
+    for workload, result in first["timed"].items():
+        names = list(result["rows"])
+        reference = _reference_name(names)
+        best = {
+            name: min(s["timed"][workload]["rows"][name]["median_s"] for s in settings.values())
+            for name in names
+        }
+        for name in names:
+            if name == reference:
+                continue
+            summary.append(
+                {
+                    "workload": workload,
+                    "gnkit": reference,
+                    "peer": name,
+                    "gnkit_best_s": best[reference],
+                    "peer_best_s": best[name],
+                    "speedup": best[name] / best[reference],
+                }
+            )
+    return summary
+
+
+def print_summary(summary: list[dict]) -> None:
+    print("\nBest setting vs best setting (speed-up above 1: gnkit is faster)")
+    print(f"{'workload':22s} {'peer':28s} {'gnkit ms':>9s} {'peer ms':>9s} {'speed-up':>8s}")
+    for row in summary:
+        print(
+            f"{row['workload']:22s} {row['peer']:28s} {row['gnkit_best_s'] * 1e3:9.1f} "
+            f"{row['peer_best_s'] * 1e3:9.1f} {row['speedup']:8.2f}"
+        )
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, for the tests")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--reps", type=int, help="timed rounds (default 5, quick 2)")
+    parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,probe,rrn,bucketing")
+    parser.add_argument(
+        "--malloc",
+        choices=("both", "default", "tuned", "current"),
+        help="allocator settings (default: both; quick: current)",
+    )
+    parser.add_argument("--ablations", action="store_true", help="also time each fast path off")
+    parser.add_argument("--no-pyg", action="store_true", help="skip PyTorch Geometric")
+    args = parser.parse_args(argv)
+    if args.reps is None:
+        args.reps = 2 if args.quick else 5
+    if args.malloc is None:
+        args.malloc = "current" if args.quick else "both"
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = _parse(argv)
+    if args.malloc != "both":
+        settings = {args.malloc: run(args)}
+    else:
+        settings = {}
+        forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
+        forwarded = [a for i, a in enumerate(forwarded) if not _is_json_arg(forwarded, i)]
+        for setting in ("default", "tuned"):
+            env = {key: value for key, value in os.environ.items() if key not in TUNED_MALLOC}
+            if setting == "tuned":
+                env.update(TUNED_MALLOC)
+            print(f"\n===== allocator: {setting} =====", flush=True)
+            with tempfile.TemporaryDirectory() as directory:
+                path = os.path.join(directory, "result.json")
+                command = [sys.executable, "-m", "benchmarks", *forwarded]
+                command += ["--malloc", "current", "--json", path]
+                subprocess.run(command, env=env, check=True)
+                with open(path) as stream:
+                    settings[setting] = json.load(stream)["settings"]["current"]
+    summary = summarise(settings)
+    print_summary(summary)
+    output = {"settings": settings, "summary": summary}
+    if args.json:
+        with open(args.json, "w") as stream:
+            json.dump(output, stream, indent=2)
+    return output
+
+
+def _is_json_arg(args: list[str], index: int) -> bool:
+    """Whether `args[index]` is `--json`, its value, or `--json=...`/`--malloc...`."""
+    flag = args[index]
+    if flag.startswith(("--json", "--malloc")):
+        return True
+    return index > 0 and args[index - 1] in ("--json", "--malloc")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,752 @@
+"""The benchmark workloads: the same model written with gnkit, with jraph and with PyG.
+
+Each `make_*` function builds one workload at full or quick (tiny) size and returns a `Workload`:
+contenders that each run one training step (forward, backward and an SGD update) when called,
+plus each contender's forward output on the same weights, so the runner can check that the
+libraries compute the same thing before timing them. The gnkit side is written the way a user
+would write it with gnkit's public API and its fast-path options; the jraph side the way a jraph
+user would (`jraph.GraphNetwork` with concatenated MLPs, `jraph.GAT`,
+`jraph.GraphConvolution`); the PyG side with `MessagePassing`-style layers (`GATConv`,
+`GCNConv`) when torch and torch_geometric are installed. All contenders get the same weights and
+the same receiver-sorted edges. Host only (builds jitted functions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import jraph
+import numpy as np
+
+from gnkit import attention, convolutions
+from gnkit.blocks import aggregate_nodes_to_globals
+from gnkit.graph import GraphsTuple, node_graph_index
+from gnkit.nn.graph_network import GraphNetwork
+from gnkit.nn.mlp import MLP
+from gnkit.segment import safe_segment_sum
+from gnkit.tasks import sudoku
+
+LEARNING_RATE = 1e-3
+
+
+@dataclasses.dataclass
+class Contender:
+    """One library's version of a workload.
+
+    `step()` runs one training step and returns something to block on; `forward()` returns the
+    model output as NumPy (for the agreement check); `compile_s` is the ahead-of-time compile
+    time (None where the library compiles lazily, then the runner reports first-call overhead);
+    `peak_bytes` is XLA's estimate of the step's live memory (arguments + outputs + temporaries).
+    """
+
+    step: Callable[[], object]
+    forward: Callable[[], np.ndarray] | None
+    compile_s: float | None = None
+    peak_bytes: int | None = None
+
+
+@dataclasses.dataclass
+class Workload:
+    name: str
+    description: str
+    contenders: dict[str, Contender]
+    tolerance: float = 1e-3
+    bytes_moved: int | None = None
+
+
+def have_pyg() -> bool:
+    try:
+        import torch  # noqa: F401
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- JAX harness
+
+
+def _copy(tree):
+    return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
+
+
+def jax_contender(loss_fn, forward_fn, params, batch, donate: bool = True) -> Contender:
+    """A jitted SGD training step on `loss_fn(params, batch)`, compiled ahead of time.
+
+    With `donate`, the parameter buffers are donated to the step, so the update is written in
+    place instead of into fresh buffers.
+    """
+
+    def train_step(params, batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        new_params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+        return new_params, loss
+
+    start = time.perf_counter()
+    jitted = jax.jit(train_step, donate_argnums=(0,) if donate else ())
+    compiled = jitted.lower(params, batch).compile()
+    compile_s = time.perf_counter() - start
+    memory = compiled.memory_analysis()
+    peak = None
+    if memory is not None:
+        peak = int(
+            memory.temp_size_in_bytes
+            + memory.argument_size_in_bytes
+            + memory.output_size_in_bytes
+            - memory.alias_size_in_bytes
+        )
+    state = {"params": _copy(params)}
+    forward = jax.jit(forward_fn)
+
+    def step():
+        state["params"], loss = compiled(state["params"], batch)
+        return loss
+
+    return Contender(
+        step=step,
+        forward=lambda: np.asarray(forward(params, batch)),
+        compile_s=compile_s,
+        peak_bytes=peak,
+    )
+
+
+def _mlp_apply(layers, x):
+    """A plain MLP from `[(kernel, bias), ...]`, ReLU between layers."""
+    for index, (kernel, bias) in enumerate(layers):
+        x = x @ kernel + bias
+        if index < len(layers) - 1:
+            x = jax.nn.relu(x)
+    return x
+
+
+def _dense_pairs(params: dict, *prefixes: str) -> list[tuple[jax.Array, jax.Array]]:
+    """`(kernel, bias)` of the Dense layers under `params[prefix]...` in layer order."""
+    layers = []
+    for prefix in prefixes:
+        node = params
+        for key in prefix.split("/"):
+            node = node[key]
+        layers.append((node["kernel"], node["bias"]))
+    return layers
+
+
+# ----------------------------------------------------------------------------- torch harness
+
+
+def torch_contender(model, loss_fn, inputs, compiled: bool = False) -> Contender:
+    """An SGD training step of a torch module; `compiled` wraps it in `torch.compile`."""
+    import torch
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    runner = torch.compile(model) if compiled else model
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(runner(*inputs))
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def forward():
+        with torch.no_grad():
+            return model(*inputs).numpy().copy()
+
+    return Contender(step=step, forward=forward)
+
+
+def _to_torch(array):
+    import torch
+
+    return torch.from_numpy(np.array(array))
+
+
+def _load_linear(linear, kernel, bias=None):
+    """Copy a JAX `[in, out]` kernel (and bias) into a `torch.nn.Linear`."""
+    import torch
+
+    with torch.no_grad():
+        linear.weight.copy_(_to_torch(kernel).T)
+        if bias is not None:
+            linear.bias.copy_(_to_torch(bias))
+
+
+def _torch_mlp(layers):
+    import torch
+
+    modules = []
+    for index, (kernel, bias) in enumerate(layers):
+        linear = torch.nn.Linear(kernel.shape[0], kernel.shape[1])
+        _load_linear(linear, kernel, bias)
+        modules.append(linear)
+        if index < len(layers) - 1:
+            modules.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*modules)
+
+
+# ----------------------------------------------------------------------------- W1: Sudoku GN
+
+
+def sudoku_graph(num_puzzles: int, node_size: int, edge_size: int, seed: int = 0) -> GraphsTuple:
+    """`num_puzzles` Sudoku constraint graphs (81 nodes, 1,620 receiver-sorted edges each)."""
+    graph = sudoku.batch_graph(num_puzzles)
+    rng = np.random.default_rng(seed)
+    n_node, n_edge = int(np.sum(graph.n_node)), int(np.sum(graph.n_edge))
+    return GraphsTuple(
+        nodes=jnp.asarray(rng.normal(size=(n_node, node_size)), jnp.float32),
+        edges=jnp.asarray(rng.normal(size=(n_edge, edge_size)), jnp.float32),
+        receivers=jnp.asarray(graph.receivers, jnp.int32),
+        senders=jnp.asarray(graph.senders, jnp.int32),
+        globals=None,
+        n_node=jnp.asarray(graph.n_node, jnp.int32),
+        n_edge=jnp.asarray(graph.n_edge, jnp.int32),
+    )
+
+
+def _gn_module(hidden: int, **options) -> GraphNetwork:
+    return GraphNetwork(
+        edge_features=(hidden, hidden), node_features=(hidden, hidden), use_globals=False, **options
+    )
+
+
+def _gn_layers(params: dict) -> tuple[list, list]:
+    """The edge and node MLPs of a gnkit `GraphNetwork`'s params as `(kernel, bias)` lists."""
+    def layers(name):
+        mlp = params[name]
+        return _dense_pairs(mlp, *sorted(key for key in mlp if key.startswith("dense_")))
+
+    return layers("edge_update"), layers("node_update")
+
+
+def _jraph_gn_step(edge_layers, node_layers):
+    """One jraph GraphNetwork step as a jraph user writes it: MLPs on concatenated inputs."""
+
+    def update_edge_fn(edges, sent, received, globals_):
+        del globals_
+        return _mlp_apply(edge_layers, jnp.concatenate([edges, sent, received], axis=-1))
+
+    def update_node_fn(nodes, sent, received, globals_):
+        del sent, globals_
+        return _mlp_apply(node_layers, jnp.concatenate([nodes, received], axis=-1))
+
+    return jraph.GraphNetwork(update_edge_fn, update_node_fn)
+
+
+def _torch_gn(edge_layers, node_layers):
+    import torch
+    from torch_geometric.utils import scatter
+
+    class TorchGraphNetwork(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.edge_mlp = _torch_mlp(edge_layers)
+            self.node_mlp = _torch_mlp(node_layers)
+
+        def forward(self, nodes, edges, senders, receivers):
+            edges = self.edge_mlp(torch.cat([edges, nodes[senders], nodes[receivers]], dim=-1))
+            received = scatter(edges, receivers, 0, dim_size=nodes.shape[0], reduce="sum")
+            return self.node_mlp(torch.cat([nodes, received], dim=-1))
+
+    return TorchGraphNetwork()
+
+
+def make_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+    """W1: one graph-network step on a batch of Sudoku graphs, loss on the new nodes."""
+    puzzles, hidden, edge_size = (2, 16, 4) if quick else (128, 96, 16)
+    graph = sudoku_graph(puzzles, hidden, edge_size)
+    variants = {"gnkit": dict(factorised=True, indices_are_sorted=True)}
+    if ablations:
+        variants["gnkit concat first layer"] = dict(factorised=False, indices_are_sorted=True)
+        variants["gnkit unsorted"] = dict(factorised=True, indices_are_sorted=False)
+    params = _gn_module(hidden).init(jax.random.PRNGKey(0), graph)
+    contenders = {}
+    for name, options in variants.items():
+        model = _gn_module(hidden, **options)
+
+        def forward(params, graph, model=model):
+            return model.apply(params, graph).nodes
+
+        def loss(params, graph, forward=forward):
+            return jnp.mean(forward(params, graph) ** 2)
+
+        contenders[name] = jax_contender(loss, forward, params, graph)
+    if ablations:
+        model = _gn_module(hidden, **variants["gnkit"])
+
+        def forward(params, graph):
+            return model.apply(params, graph).nodes
+
+        def loss(params, graph):
+            return jnp.mean(forward(params, graph) ** 2)
+
+        contenders["gnkit no donation"] = jax_contender(loss, forward, params, graph, donate=False)
+
+    def jraph_forward(layers, graph):
+        return _jraph_gn_step(*layers)(graph).nodes
+
+    def jraph_loss(layers, graph):
+        return jnp.mean(jraph_forward(layers, graph) ** 2)
+
+    layers = _gn_layers(params["params"])
+    contenders["jraph"] = jax_contender(jraph_loss, jraph_forward, layers, graph)
+    if pyg:
+        inputs = [_to_torch(x) for x in (graph.nodes, graph.edges)] + [
+            _to_torch(x).long() for x in (graph.senders, graph.receivers)
+        ]
+        loss = lambda out: (out**2).mean()  # noqa: E731
+        contenders["pyg eager"] = torch_contender(_torch_gn(*layers), loss, inputs)
+        if not quick:
+            contenders["pyg compiled"] = torch_contender(
+                _torch_gn(*layers), loss, inputs, compiled=True
+            )
+    return Workload(
+        "W1 graph network",
+        f"{puzzles} Sudoku graphs ({graph.nodes.shape[0]} nodes, {graph.senders.shape[0]} edges),"
+        f" edge MLP on [edge {edge_size}, sender {hidden}, receiver {hidden}], sum, node MLP,"
+        f" 2 x {hidden}",
+        contenders,
+    )
+
+
+class _GNCell(nn.Module):
+    """One shared-weight processor step for `nn.scan`: nodes -> nodes, edges kept."""
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, nodes, graph):
+        out = _gn_module(self.hidden, indices_are_sorted=True, name="gn")(
+            graph._replace(nodes=nodes)
+        )
+        return out.nodes, None
+
+
+class RecurrentGraphNetwork(nn.Module):
+    """`num_steps` applications of one graph network (shared weights) under `nn.scan`."""
+
+    hidden: int
+    num_steps: int
+    remat: bool = False
+
+    @nn.compact
+    def __call__(self, graph):
+        cell = nn.remat(_GNCell, prevent_cse=False) if self.remat else _GNCell
+        scanned = nn.scan(
+            cell,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+            in_axes=nn.broadcast,
+            length=self.num_steps,
+        )
+        nodes, _ = scanned(self.hidden, name="step")(graph.nodes, graph)
+        return nodes
+
+
+def make_recurrent_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+    """W1 x 8: eight shared-weight graph-network steps (edges fixed, nodes carried)."""
+    del pyg
+    puzzles, hidden, edge_size, steps = (2, 16, 4, 3) if quick else (32, 96, 16, 8)
+    graph = sudoku_graph(puzzles, hidden, edge_size)
+    model = RecurrentGraphNetwork(hidden, steps)
+    params = model.init(jax.random.PRNGKey(0), graph)
+    contenders = {}
+    variants = {"gnkit scan": model}
+    if ablations:
+        variants["gnkit scan + remat"] = RecurrentGraphNetwork(hidden, steps, remat=True)
+    for name, module in variants.items():
+
+        def forward(params, graph, module=module):
+            return module.apply(params, graph)
+
+        def loss(params, graph, forward=forward):
+            return jnp.mean(forward(params, graph) ** 2)
+
+        contenders[name] = jax_contender(loss, forward, params, graph)
+    layers = _gn_layers(params["params"]["step"]["gn"])
+
+    def loop_forward(layers, graph):
+        network = _jraph_gn_step(*layers)
+        nodes = graph.nodes
+        for _ in range(steps):
+            nodes = network(graph._replace(nodes=nodes)).nodes
+        return nodes
+
+    def scan_forward(layers, graph):
+        network = _jraph_gn_step(*layers)
+
+        def body(nodes, _):
+            return network(graph._replace(nodes=nodes)).nodes, None
+
+        return jax.lax.scan(body, graph.nodes, None, length=steps)[0]
+
+    for name, forward in (("jraph loop", loop_forward), ("jraph scan", scan_forward)):
+
+        def loss(layers, graph, forward=forward):
+            return jnp.mean(forward(layers, graph) ** 2)
+
+        contenders[name] = jax_contender(loss, forward, layers, graph)
+    return Workload(
+        f"W1 x {steps} recurrent",
+        f"{steps} shared-weight steps of W1 on {puzzles} Sudoku graphs",
+        contenders,
+    )
+
+
+# ----------------------------------------------------------------------------- W2: GAT
+
+
+def molecule_graph(num_graphs: int, features: int, seed: int = 0) -> GraphsTuple:
+    """`num_graphs` molecule-sized graphs (10-40 nodes, a random tree plus ~55% extra bonds,
+    both directions), batched with receiver-sorted edges."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(10, 41, num_graphs)
+    senders, receivers, n_edge, offset = [], [], [], 0
+    for size in sizes:
+        parents = np.array([rng.integers(0, child) for child in range(1, size)])
+        extra = int(0.55 * size)
+        a, b = rng.integers(0, size, extra), rng.integers(0, size, extra)
+        keep = a != b
+        u = np.concatenate([np.arange(1, size), a[keep]])
+        v = np.concatenate([parents, b[keep]])
+        s, r = np.concatenate([u, v]), np.concatenate([v, u])
+        order = np.argsort(r, kind="stable")
+        senders.append(s[order] + offset)
+        receivers.append(r[order] + offset)
+        n_edge.append(len(s))
+        offset += size
+    return GraphsTuple(
+        nodes=jnp.asarray(rng.normal(size=(offset, features)), jnp.float32),
+        edges=None,
+        receivers=jnp.asarray(np.concatenate(receivers), jnp.int32),
+        senders=jnp.asarray(np.concatenate(senders), jnp.int32),
+        globals=None,
+        n_node=jnp.asarray(sizes, jnp.int32),
+        n_edge=jnp.asarray(n_edge, jnp.int32),
+    )
+
+
+class GATModel(nn.Module):
+    """Three GAT layers (4 heads x 16, split logits), ReLU between, sum readout, MLP."""
+
+    heads: int = 4
+    head_size: int = 16
+    layers: int = 3
+    readout: tuple[int, ...] = (64, 1)
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> jax.Array:
+        width = self.heads * self.head_size
+        for index in range(self.layers):
+            source = self.param(
+                f"attend_sender_{index}", nn.initializers.normal(0.3), (self.heads, self.head_size)
+            )
+            target = self.param(
+                f"attend_receiver_{index}",
+                nn.initializers.normal(0.3),
+                (self.heads, self.head_size),
+            )
+            layer = attention.gat(
+                nn.Dense(width, use_bias=False, name=f"project_{index}"),
+                sender_logit_fn=lambda z, a=source: jnp.einsum("nhd,hd->nh", z, a),
+                receiver_logit_fn=lambda z, a=target: jnp.einsum("nhd,hd->nh", z, a),
+                num_heads=self.heads,
+                indices_are_sorted=True,
+            )
+            bias = self.param(f"bias_{index}", nn.initializers.normal(0.1), (width,))
+            graph = graph._replace(nodes=layer(graph).nodes + bias)
+            if index < self.layers - 1:
+                graph = graph._replace(nodes=jax.nn.relu(graph.nodes))
+        pooled = aggregate_nodes_to_globals(graph)
+        return MLP(self.readout, name="readout")(pooled)
+
+
+def _jraph_gat_forward(params, graph, heads=4, head_size=16, layers=3):
+    """The same model with `jraph.GAT` layers, logits from concatenated sender and receiver."""
+    p = params["params"]
+    nodes = graph.nodes
+    for index in range(layers):
+        kernel = p[f"project_{index}"]["kernel"]
+        attend = jnp.concatenate([p[f"attend_sender_{index}"], p[f"attend_receiver_{index}"]], -1)
+        bias = p[f"bias_{index}"]
+
+        def query_fn(x, kernel=kernel):
+            return (x @ kernel).reshape(x.shape[0], heads, head_size)
+
+        def logit_fn(sent, received, edges, attend=attend):
+            del edges
+            pair = jnp.concatenate([sent, received], axis=-1)
+            return jax.nn.leaky_relu(jnp.sum(pair * attend, axis=-1, keepdims=True), 0.2)
+
+        def update_fn(x, bias=bias):
+            return x.reshape(x.shape[0], -1) + bias
+
+        layer = jraph.GAT(query_fn, logit_fn, update_fn)
+        nodes = layer(graph._replace(nodes=nodes)).nodes
+        if index < layers - 1:
+            nodes = jax.nn.relu(nodes)
+    n_graph = graph.n_node.shape[0]
+    graph_index = jnp.repeat(
+        jnp.arange(n_graph), graph.n_node, total_repeat_length=nodes.shape[0]
+    )
+    pooled = jraph.segment_sum(nodes, graph_index, n_graph)
+    return _mlp_apply(_dense_pairs(p, "readout/dense_0", "readout/dense_1"), pooled)
+
+
+def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
+    import torch
+    from torch_geometric.nn import GATConv, global_add_pool
+
+    p = params["params"]
+
+    class TorchGAT(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = torch.nn.ModuleList()
+            for index in range(layers):
+                conv = GATConv(
+                    in_size if index == 0 else heads * head_size,
+                    head_size,
+                    heads=heads,
+                    add_self_loops=False,
+                )
+                with torch.no_grad():
+                    conv.lin.weight.copy_(_to_torch(p[f"project_{index}"]["kernel"]).T)
+                    conv.att_src.copy_(_to_torch(p[f"attend_sender_{index}"])[None])
+                    conv.att_dst.copy_(_to_torch(p[f"attend_receiver_{index}"])[None])
+                    conv.bias.copy_(_to_torch(p[f"bias_{index}"]))
+                self.convs.append(conv)
+            self.readout = _torch_mlp(_dense_pairs(p, "readout/dense_0", "readout/dense_1"))
+
+        def forward(self, nodes, edge_index, batch, n_graph):
+            for index, conv in enumerate(self.convs):
+                nodes = conv(nodes, edge_index)
+                if index < layers - 1:
+                    nodes = torch.relu(nodes)
+            return self.readout(global_add_pool(nodes, batch, size=n_graph))
+
+    return TorchGAT()
+
+
+def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+    """W2: 3 GAT layers + sum readout + MLP on a batch of molecule-sized graphs."""
+    del ablations
+    n_graph, features = (4, 8) if quick else (256, 32)
+    graph = molecule_graph(n_graph, features)
+    targets = jnp.asarray(np.random.default_rng(1).normal(size=(n_graph, 1)), jnp.float32)
+    model = GATModel()
+    params = model.init(jax.random.PRNGKey(0), graph)
+    batch = (graph, targets)
+
+    def gnkit_forward(params, batch):
+        return model.apply(params, batch[0])
+
+    def jraph_forward(params, batch):
+        return _jraph_gat_forward(params, batch[0])
+
+    contenders = {}
+    for name, forward in (("gnkit", gnkit_forward), ("jraph", jraph_forward)):
+
+        def loss(params, batch, forward=forward):
+            return jnp.mean((forward(params, batch) - batch[1]) ** 2)
+
+        contenders[name] = jax_contender(loss, forward, params, batch)
+    if pyg:
+        import torch
+
+        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
+        graph_index = _to_torch(node_graph_index(graph)).long()
+        torch_targets = _to_torch(targets)
+        contenders["pyg eager"] = torch_contender(
+            _torch_gat(params, features),
+            lambda out: ((out - torch_targets) ** 2).mean(),
+            [_to_torch(graph.nodes), edge_index, graph_index, n_graph],
+        )
+    return Workload(
+        "W2 GAT",
+        f"{n_graph} molecule graphs ({graph.nodes.shape[0]} nodes, {graph.senders.shape[0]} "
+        "edges), 3 GAT layers 4 x 16, sum readout, MLP",
+        contenders,
+    )
+
+
+# ----------------------------------------------------------------------------- W3: GCN
+
+
+def large_graph(n_node: int, n_pair: int, features: int, seed: int = 0) -> GraphsTuple:
+    """One graph with `n_node` nodes and `2 n_pair` edges (each pair both ways, skewed degrees:
+    one end uniform, the other drawn towards low ids), receiver-sorted."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n_node, n_pair)
+    b = (n_node * rng.random(n_pair) ** 2).astype(np.int64)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    senders, receivers = np.concatenate([a, b]), np.concatenate([b, a])
+    order = np.argsort(receivers, kind="stable")
+    return GraphsTuple(
+        nodes=jnp.asarray(rng.normal(size=(n_node, features)), jnp.float32),
+        edges=None,
+        receivers=jnp.asarray(receivers[order], jnp.int32),
+        senders=jnp.asarray(senders[order], jnp.int32),
+        globals=None,
+        n_node=jnp.asarray([n_node], jnp.int32),
+        n_edge=jnp.asarray([len(senders)], jnp.int32),
+    )
+
+
+class GCNModel(nn.Module):
+    """Two GCN layers (hidden 128, ReLU), receiver-sorted fast path."""
+
+    hidden: int = 128
+    classes: int = 40
+    sorted_receivers: bool = True
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> jax.Array:
+        for index, width in enumerate((self.hidden, self.classes)):
+            layer = convolutions.gcn(
+                nn.Dense(width, use_bias=False, name=f"weight_{index}"),
+                indices_are_sorted=self.sorted_receivers,
+            )
+            bias = self.param(f"bias_{index}", nn.initializers.normal(0.1), (width,))
+            nodes = layer(graph).nodes + bias
+            graph = graph._replace(nodes=jax.nn.relu(nodes) if index == 0 else nodes)
+        return graph.nodes
+
+
+def _jraph_gcn_forward(params, graph):
+    p = params["params"]
+    nodes = graph.nodes
+    for index in range(2):
+        layer = jraph.GraphConvolution(
+            lambda x, kernel=p[f"weight_{index}"]["kernel"]: x @ kernel, add_self_edges=True
+        )
+        nodes = layer(graph._replace(nodes=nodes)).nodes + p[f"bias_{index}"]
+        if index == 0:
+            nodes = jax.nn.relu(nodes)
+    return nodes
+
+
+def _torch_gcn(params):
+    import torch
+    from torch_geometric.nn import GCNConv
+
+    p = params["params"]
+
+    class TorchGCN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = torch.nn.ModuleList()
+            for index in range(2):
+                kernel = p[f"weight_{index}"]["kernel"]
+                conv = GCNConv(kernel.shape[0], kernel.shape[1])
+                with torch.no_grad():
+                    conv.lin.weight.copy_(_to_torch(kernel).T)
+                    conv.bias.copy_(_to_torch(p[f"bias_{index}"]))
+                self.convs.append(conv)
+
+        def forward(self, nodes, edge_index):
+            nodes = torch.relu(self.convs[0](nodes, edge_index))
+            return self.convs[1](nodes, edge_index)
+
+    return TorchGCN()
+
+
+def _cross_entropy(logits, labels):
+    log_probs = jax.nn.log_softmax(logits)
+    return -jnp.mean(jnp.take_along_axis(log_probs, labels[:, None], axis=-1))
+
+
+def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+    """W3: a 2-layer GCN on one large graph, cross-entropy on every node."""
+    n_node, n_pair, features = (500, 2_000, 16) if quick else (170_000, 600_000, 128)
+    graph = large_graph(n_node, n_pair, features)
+    labels = jnp.asarray(np.random.default_rng(1).integers(0, 40, n_node), jnp.int32)
+    batch = (graph, labels)
+    model = GCNModel()
+    params = model.init(jax.random.PRNGKey(0), graph)
+    variants = {"gnkit": model}
+    if ablations:
+        variants["gnkit unsorted"] = GCNModel(sorted_receivers=False)
+    contenders = {}
+    forwards = {
+        name: (lambda params, batch, m=module: m.apply(params, batch[0]))
+        for name, module in variants.items()
+    }
+    forwards["jraph"] = lambda params, batch: _jraph_gcn_forward(params, batch[0])
+    for name, forward in forwards.items():
+
+        def loss(params, batch, forward=forward):
+            return _cross_entropy(forward(params, batch), batch[1])
+
+        contenders[name] = jax_contender(loss, forward, params, batch)
+    if pyg:
+        import torch
+
+        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
+        torch_labels = _to_torch(labels).long()
+        contenders["pyg eager"] = torch_contender(
+            _torch_gcn(params),
+            lambda out: torch.nn.functional.cross_entropy(out, torch_labels),
+            [_to_torch(graph.nodes), edge_index],
+        )
+    return Workload(
+        "W3 GCN",
+        f"one graph, {n_node} nodes, {graph.senders.shape[0]} edges, 2 GCN layers "
+        f"{features} -> 128 -> 40",
+        contenders,
+    )
+
+
+# ----------------------------------------------------------------------------- segment-sum probe
+
+
+def make_segment_probe(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+    """Sorted segment sum of `[E, 128]` f32 rows into `[N, 128]`, and a NumPy copy of as many
+    bytes (the machine's memory-copy rate), as contenders of one table."""
+    del pyg, ablations
+    n_row, n_segment, width = (20_000, 3_000, 128) if quick else (1_200_000, 170_000, 128)
+    rng = np.random.default_rng(0)
+    data = jnp.asarray(rng.normal(size=(n_row, width)), jnp.float32)
+    ids = jnp.asarray(np.sort(rng.integers(0, n_segment, n_row)), jnp.int32)
+    sorted_sum = jax.jit(
+        lambda x, i: safe_segment_sum(x, i, n_segment, indices_are_sorted=True)
+    )
+    unsorted_sum = jax.jit(lambda x, i: jraph.segment_sum(x, i, n_segment))
+    bytes_moved = (n_row + n_segment) * width * 4 + n_row * 4
+    source = np.asarray(rng.normal(size=bytes_moved // 8), np.float32)
+    target = np.empty_like(source)
+
+    def contender(fn):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(data, ids))
+        return Contender(
+            step=lambda: fn(data, ids),
+            forward=lambda: np.asarray(fn(data, ids)),
+            compile_s=time.perf_counter() - start,
+        )
+
+    copy = Contender(step=lambda: np.copyto(target, source), forward=None)
+    return Workload(
+        "segment-sum probe",
+        f"sum of {n_row} x {width} f32 rows into {n_segment} sorted segments; "
+        f"{bytes_moved / 1e6:.0f} MB moved (memcpy row: the same bytes read + written)",
+        {
+            "gnkit": contender(sorted_sum),
+            "jraph": contender(unsorted_sum),
+            "memcpy": copy,
+        },
+        bytes_moved=bytes_moved,
+    )
+
+
+WORKLOADS = {
+    "w1": make_graph_network,
+    "w1x8": make_recurrent_graph_network,
+    "w2": make_gat,
+    "w3": make_gcn,
+    "probe": make_segment_probe,
+}

@@ -1,0 +1,227 @@
+"""Flax linen layers of the usual GNN zoo: GCN, GAT, GATv2, GraphSAGE and GIN.
+
+Each module creates its parameters and calls gnkit's functional block (`gnkit.convolutions`,
+`gnkit.attention`); GATv2 computes its attention here, as no block has its scoring. Messages flow
+from sender to receiver, so a node's neighbours are the senders of its incoming edges. Every
+module maps a graph with node features `[N, F]` (and `senders`, `receivers`) to the same graph
+with new node features, has no output activation, and is jittable. `indices_are_sorted` declares
+`graph.receivers` sorted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from gnkit.attention import gat
+from gnkit.blocks import Aggregator
+from gnkit.convolutions import gcn, gin, graph_sage
+from gnkit.graph import GraphsTuple, require
+from gnkit.nn.mlp import MLP
+from gnkit.segment import safe_segment_softmax, safe_segment_sum
+
+_attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_axis=-1, out_axis=-2)
+
+
+class GCN(nn.Module):
+    """Graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 x W + b`.
+
+    `W` is a Dense kernel without bias (`"linear"`), applied before the neighbourhood sum; the
+    bias is added after it. `add_self_edges` and `symmetric_normalization` are those of
+    `gnkit.convolutions.gcn`. Nodes `[N, F] -> [N, features]`.
+    """
+
+    features: int
+    add_self_edges: bool = True
+    symmetric_normalization: bool = True
+    use_bias: bool = True
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        graph = gcn(
+            nn.Dense(self.features, use_bias=False, name="linear"),
+            add_self_edges=self.add_self_edges,
+            symmetric_normalization=self.symmetric_normalization,
+            indices_are_sorted=self.indices_are_sorted,
+        )(graph)
+        if not self.use_bias:
+            return graph
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        return graph._replace(nodes=graph.nodes + bias)
+
+
+def _bias_width(features: int, num_heads: int, combine_heads: str) -> int:
+    return features * num_heads if combine_heads == "concat" else features
+
+
+class GAT(nn.Module):
+    """Graph attention (Velickovic et al. 2018) with `num_heads` heads of `features` each.
+
+    `z = x W` (`"linear"`, no bias) is split into heads; edge `j -> i` scores
+    `LeakyReLU(a_s . z_j + a_r . z_i)` per head (`sender_attention`, `receiver_attention`
+    `[H, features]`), a softmax over the edges into `i` weights `z_j`. Heads are concatenated
+    (`[N, H * features]`) or averaged (`[N, features]`), then the bias is added. With
+    `add_self_edges` (default, as the paper) every node also attends to itself. See
+    `gnkit.attention.gat`.
+    """
+
+    features: int
+    num_heads: int = 1
+    combine_heads: str = "concat"
+    negative_slope: float = 0.2
+    add_self_edges: bool = True
+    use_bias: bool = True
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        shape = (self.num_heads, self.features)
+        sender_attention = self.param("sender_attention", _attention_init, shape)
+        receiver_attention = self.param("receiver_attention", _attention_init, shape)
+
+        def logit_fn(sender_nodes, receiver_nodes):
+            return jnp.einsum("ehd,hd->eh", sender_nodes, sender_attention) + jnp.einsum(
+                "ehd,hd->eh", receiver_nodes, receiver_attention
+            )
+
+        graph = gat(
+            nn.Dense(self.num_heads * self.features, use_bias=False, name="linear"),
+            logit_fn,
+            num_heads=self.num_heads,
+            negative_slope=self.negative_slope,
+            add_self_edges=self.add_self_edges,
+            combine_heads=self.combine_heads,
+            indices_are_sorted=self.indices_are_sorted,
+        )(graph)
+        if not self.use_bias:
+            return graph
+        width = _bias_width(self.features, self.num_heads, self.combine_heads)
+        bias = self.param("bias", nn.initializers.zeros_init(), (width,))
+        return graph._replace(nodes=graph.nodes + bias)
+
+
+class GATv2(nn.Module):
+    """GATv2 (Brody et al. 2022): attention scored after the nonlinearity.
+
+    With `s = x W_s + b_s` (`"source"`) and `t = x W_t + b_t` (`"target"`, or `s` itself when
+    `share_weights`), split into `H` heads, edge `j -> i` scores `a . LeakyReLU(s_j + t_i)` per
+    head (`attention` `[H, features]`); a softmax over the edges into `i` weights `s_j`, and
+    `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added.
+    `add_self_edges` (default) lets every node attend to itself; without it a node with no
+    incoming edges gets only the bias. As PyTorch Geometric's `GATv2Conv` without edge features.
+    """
+
+    features: int
+    num_heads: int = 1
+    combine_heads: str = "concat"
+    negative_slope: float = 0.2
+    add_self_edges: bool = True
+    share_weights: bool = False
+    use_bias: bool = True
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "senders", "receivers", block="GATv2")
+        if self.combine_heads not in ("concat", "mean"):
+            raise ValueError(f"combine_heads must be 'concat' or 'mean', got {self.combine_heads!r}")
+        n_node = graph.nodes.shape[0]
+        width = self.num_heads * self.features
+        source = nn.Dense(width, name="source")(graph.nodes).reshape(n_node, self.num_heads, -1)
+        target = source
+        if not self.share_weights:
+            target = nn.Dense(width, name="target")(graph.nodes).reshape(n_node, self.num_heads, -1)
+        attention = self.param(
+            "attention", _attention_init, (self.num_heads, self.features)
+        )
+        senders, receivers, is_sorted = graph.senders, graph.receivers, self.indices_are_sorted
+        if self.add_self_edges:
+            every_node = jnp.arange(n_node, dtype=senders.dtype)
+            senders = jnp.concatenate([senders, every_node])
+            receivers = jnp.concatenate([receivers, every_node])
+            is_sorted = False
+        hidden = jax.nn.leaky_relu(source[senders] + target[receivers], self.negative_slope)
+        logits = jnp.einsum("ehd,hd->eh", hidden, attention)
+        weights = safe_segment_softmax(logits, receivers, n_node, indices_are_sorted=is_sorted)
+        per_head = safe_segment_sum(
+            source[senders] * weights[..., None], receivers, n_node, indices_are_sorted=is_sorted
+        )
+        if self.combine_heads == "concat":
+            nodes = per_head.reshape(n_node, width)
+        else:
+            nodes = per_head.mean(axis=1)
+        if self.use_bias:
+            bias_width = _bias_width(self.features, self.num_heads, self.combine_heads)
+            nodes = nodes + self.param("bias", nn.initializers.zeros_init(), (bias_width,))
+        return graph._replace(nodes=nodes)
+
+
+class GraphSAGE(nn.Module):
+    """GraphSAGE (Hamilton et al. 2017): `x'_i = W_n agg_j(p(x_j)) + b + W_r x_i`.
+
+    `agg` is `aggregator` ('mean' by default, any gnkit aggregator) over the senders of `i`'s
+    incoming edges (0 without any); `p` is the identity, or `relu(Dense(F))` (`"project"`) when
+    `project` (the paper's pooling aggregator with `aggregator='max'`). `W_n` (`"neighbors"`,
+    with the bias) and `W_r` (`"root"`, no bias; left out when `root_weight=False`) are Dense
+    kernels. `normalize` scales each output row to unit L2 norm. As PyTorch Geometric's
+    `SAGEConv`. Nodes `[N, F] -> [N, features]`.
+    """
+
+    features: int
+    aggregator: Aggregator = "mean"
+    project: bool = False
+    root_weight: bool = True
+    normalize: bool = False
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", block="GraphSAGE")
+        neighbor_fn = None
+        if self.project:
+            projection = nn.Dense(graph.nodes.shape[-1], name="project")
+
+            def neighbor_fn(nodes):
+                return nn.relu(projection(nodes))
+
+        neighbors_dense = nn.Dense(self.features, name="neighbors")
+        root_dense = nn.Dense(self.features, use_bias=False, name="root")
+
+        def update_fn(nodes, neighbors):
+            updated = neighbors_dense(neighbors)
+            return updated + root_dense(nodes) if self.root_weight else updated
+
+        return graph_sage(
+            update_fn,
+            aggregator=self.aggregator,
+            neighbor_fn=neighbor_fn,
+            normalize=self.normalize,
+            indices_are_sorted=self.indices_are_sorted,
+        )(graph)
+
+
+class GIN(nn.Module):
+    """Graph isomorphism layer (Xu et al. 2019): `x'_i = MLP((1 + eps) x_i + sum_j x_j)`.
+
+    The MLP (`"mlp"`) has layers `features` with `activation` between them and none after the
+    last. `eps` is `epsilon`, or a scalar parameter `"epsilon"` initialised to it when
+    `learn_epsilon` (GIN-eps). Nodes `[N, F] -> [N, features[-1]]`.
+    """
+
+    features: Sequence[int]
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+    epsilon: float = 0.0
+    learn_epsilon: bool = False
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        epsilon = self.epsilon
+        if self.learn_epsilon:
+            epsilon = self.param("epsilon", nn.initializers.constant(self.epsilon), ())
+        mlp = MLP(tuple(self.features), activation=self.activation, name="mlp")
+        return gin(mlp, epsilon=epsilon, indices_are_sorted=self.indices_are_sorted)(graph)

@@ -1,0 +1,375 @@
+"""Flax modules against NumPy references that use the weights pulled out of their params."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gnkit.aggregators import LCMAggregation
+from gnkit.batching import pad_with_graphs
+from gnkit.graph import GraphsTuple
+from gnkit.nn.encode_process_decode import EncodeProcessDecode
+from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
+from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
+
+# Two graphs: nodes 0-3 and 4-5. Node 3 receives no edge; 0 -> 1 appears twice.
+SENDERS = np.array([0, 0, 1, 2, 1, 0, 4], np.int32)
+RECEIVERS = np.array([1, 1, 2, 1, 0, 2, 5], np.int32)
+N_NODE = np.array([4, 2], np.int32)
+N_EDGE = np.array([6, 1], np.int32)
+RNG = np.random.default_rng(0)
+NODES = RNG.normal(size=(6, 3)).astype(np.float32)
+EDGES = RNG.normal(size=(7, 2)).astype(np.float32)
+GLOBALS = RNG.normal(size=(2, 4)).astype(np.float32)
+NODE_GRAPH = np.repeat(np.arange(2), N_NODE)
+EDGE_GRAPH = np.repeat(np.arange(2), N_EDGE)
+
+
+def make_graph(nodes=NODES, edges=EDGES, globals_=GLOBALS):
+    return GraphsTuple(
+        nodes=nodes,
+        edges=edges,
+        receivers=RECEIVERS,
+        senders=SENDERS,
+        globals=globals_,
+        n_node=N_NODE,
+        n_edge=N_EDGE,
+    )
+
+
+def assert_close(actual, expected, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=tol, atol=tol)
+
+
+def init_and_apply(module, graph, *args):
+    params = module.init(jax.random.PRNGKey(1), graph, *args)
+    return jax.tree_util.tree_map(np.asarray, params["params"]), module.apply(params, graph, *args)
+
+
+# ------------------------------------------------------------------------ NumPy building blocks
+
+
+def dense_np(x, p):
+    return x @ p["kernel"] + (p["bias"] if "bias" in p else 0.0)
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def layer_norm_np(x, p):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-6) * p["scale"] + p["bias"]
+
+
+def mlp_np(x, p, activate_final=False):
+    """gnkit's MLP layout: dense_0, dense_1, ..., optional LayerNorm_0."""
+    layers = sorted((k for k in p if k.startswith("dense_")), key=lambda k: int(k.split("_")[1]))
+    for index, name in enumerate(layers):
+        x = dense_np(x, p[name])
+        if index < len(layers) - 1 or activate_final:
+            x = relu(x)
+    return layer_norm_np(x, p["LayerNorm_0"]) if "LayerNorm_0" in p else x
+
+
+def segment_sum_np(values, segments, n):
+    out = np.zeros((n,) + values.shape[1:])
+    np.add.at(out, segments, values)
+    return out
+
+
+def softmax_np(x, axis=0):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def incoming(i, add_self_edges=False):
+    """Senders of node i's incoming edges (with multiplicity), plus i itself if asked."""
+    return list(SENDERS[RECEIVERS == i]) + ([i] if add_self_edges else [])
+
+
+# ---------------------------------------------------------------------------- FactorisedDense
+
+
+def test_factorised_dense_equals_dense_over_the_concatenation():
+    table = RNG.normal(size=(6, 3)).astype(np.float32)
+    parts = [(EDGES, None), (table, SENDERS), (table, RECEIVERS), (GLOBALS, EDGE_GRAPH)]
+    layer = FactorisedDense(5)
+    params = layer.init(jax.random.PRNGKey(0), parts)
+    p = jax.tree_util.tree_map(np.asarray, params["params"])
+    assert p["kernel"].shape == (2 + 3 + 3 + 4, 5)
+    concatenated = np.concatenate(
+        [EDGES, table[SENDERS], table[RECEIVERS], GLOBALS[EDGE_GRAPH]], axis=-1
+    )
+    p["bias"] = RNG.normal(size=5).astype(np.float32)
+    expected = concatenated @ p["kernel"] + p["bias"]
+    factorised = layer.apply({"params": p}, parts)
+    concat = FactorisedDense(5, factorised=False).apply({"params": p}, parts)
+    assert_close(factorised, expected)
+    assert_close(concat, expected)
+
+
+# ------------------------------------------------------------------------------ GraphNetwork
+
+
+def graph_network_np(p, nodes, edges, globals_, use_sent_edges=False):
+    """Battaglia et al. (2018) Algorithm 1 with concatenated MLP inputs, sum aggregation."""
+    act = dict(activate_final=True)
+    edges = mlp_np(
+        np.concatenate(
+            [edges, nodes[SENDERS], nodes[RECEIVERS], globals_[EDGE_GRAPH]], axis=-1
+        ),
+        p["edge_update"],
+        **act,
+    )
+    node_inputs = [nodes, segment_sum_np(edges, RECEIVERS, 6)]
+    if use_sent_edges:
+        node_inputs.append(segment_sum_np(edges, SENDERS, 6))
+    node_inputs.append(globals_[NODE_GRAPH])
+    nodes = mlp_np(np.concatenate(node_inputs, -1), p["node_update"], **act)
+    global_inputs = [segment_sum_np(edges, EDGE_GRAPH, 2), segment_sum_np(nodes, NODE_GRAPH, 2)]
+    globals_ = mlp_np(np.concatenate(global_inputs + [globals_], -1), p["global_update"], **act)
+    return nodes, edges, globals_
+
+
+@pytest.mark.parametrize("use_sent_edges", [False, True])
+def test_graph_network_matches_numpy_algorithm_1(use_sent_edges):
+    module = GraphNetwork(
+        (5, 4), (6, 3), (4,), activate_final=True, layer_norm=True, use_sent_edges=use_sent_edges
+    )
+    p, out = init_and_apply(module, make_graph())
+    assert p["edge_update"]["dense_0"]["kernel"].shape == (2 + 3 + 3 + 4, 5)
+    nodes, edges, globals_ = graph_network_np(p, NODES, EDGES, GLOBALS, use_sent_edges)
+    assert_close(out.edges, edges)
+    assert_close(out.nodes, nodes)
+    assert_close(out.globals, globals_)
+
+
+def test_factorised_graph_network_equals_concatenate_then_dense():
+    """Same params, both forms; the biases are made nonzero so every term is exercised."""
+    factorised = GraphNetwork((8, 8), (8, 8), (8, 8), layer_norm=True, use_sent_edges=True)
+    graph = make_graph()
+    params = factorised.init(jax.random.PRNGKey(2), graph)
+    params = jax.tree_util.tree_map(
+        lambda x: x + 0.1 * jax.random.normal(jax.random.PRNGKey(3), x.shape), params
+    )
+    concatenated = factorised.copy(factorised=False)
+    a = jax.jit(factorised.apply)(params, graph)
+    b = jax.jit(concatenated.apply)(params, graph)
+    for field in ("nodes", "edges", "globals"):
+        assert_close(getattr(a, field), np.asarray(getattr(b, field)), tol=1e-5)
+    grads = [
+        jax.grad(lambda p, m=m: jnp.sum(m.apply(p, graph).globals ** 2))(params)
+        for m in (factorised, concatenated)
+    ]
+    jax.tree_util.tree_map(lambda x, y: assert_close(x, np.asarray(y), tol=1e-4), *grads)
+
+
+def test_graph_network_without_globals_and_padding_invariance():
+    module = GraphNetwork((4,), (3,), use_globals=False)
+    graph = make_graph(globals_=None)
+    p, out = init_and_apply(module, graph)
+    edges = dense_np(np.concatenate([EDGES, NODES[SENDERS], NODES[RECEIVERS]], -1), p["edge_update"]["dense_0"])
+    nodes = dense_np(
+        np.concatenate([NODES, segment_sum_np(edges, RECEIVERS, 6)], -1), p["node_update"]["dense_0"]
+    )
+    assert_close(out.nodes, nodes)
+    assert out.globals is None
+    padded = pad_with_graphs(graph, 9, 11, 4)
+    out_padded = module.apply({"params": p}, padded)
+    assert_close(out_padded.nodes[:6], nodes)
+    assert_close(out_padded.edges[:7], edges)
+
+
+def test_lcm_aggregation_plugs_into_graph_network():
+    """Each node receives at most one edge here, so LCM gives relu(Dense(edge)) or 0."""
+    senders = np.array([0, 1, 2, 4], np.int32)
+    receivers = np.array([1, 2, 0, 5], np.int32)
+    graph = make_graph()._replace(
+        senders=senders, receivers=receivers, edges=EDGES[:4], n_edge=np.array([3, 1], np.int32)
+    )
+    module = GraphNetwork(None, (3,), aggregator=LCMAggregation(features=4, max_degree=2))
+    p, out = init_and_apply(module, graph)
+    pooled = segment_sum_np(relu(dense_np(EDGES[:4], p["aggregator"]["projection"])), receivers, 6)
+    inputs = np.concatenate([NODES, pooled, GLOBALS[NODE_GRAPH]], -1)
+    assert_close(out.nodes, dense_np(inputs, p["node_update"]["dense_0"]))
+
+
+def test_graph_independent():
+    module = GraphIndependent(edge_features=(3,), node_features=(4, 2), activate_final=True)
+    p, out = init_and_apply(module, make_graph())
+    assert_close(out.edges, relu(dense_np(EDGES, p["edge_mlp"]["dense_0"])))
+    assert_close(out.nodes, mlp_np(NODES, p["node_mlp"], activate_final=True))
+    assert_close(out.globals, GLOBALS)
+
+
+# ------------------------------------------------------------------------ EncodeProcessDecode
+
+
+def test_encode_process_decode_wiring():
+    """Encoder once, shared core on [encoded, latent], decoder + output layer after each step."""
+    model = EncodeProcessDecode(edge_output_size=2, node_output_size=3, latent_size=4)
+    graph = make_graph()
+    params = model.init(jax.random.PRNGKey(0), graph, 3)
+    outputs = model.apply(params, graph, 3)
+    unrolled = model.apply(params, graph, 3, scan=False)
+    p = params["params"]
+    mlp = dict(activate_final=True, layer_norm=True)
+    hidden = (4, 4)
+    encoded = GraphIndependent(hidden, hidden, hidden, **mlp).apply(
+        {"params": p["encoder"]}, graph
+    )
+    core = GraphNetwork(hidden, hidden, hidden, **mlp)
+    decoder = GraphIndependent(hidden, hidden, None, **mlp)
+    readout = GraphIndependent((2,), (3,), None)
+    latent = encoded
+    assert len(outputs) == len(unrolled) == 3
+    for output, output_unrolled in zip(outputs, unrolled, strict=True):
+        core_input = latent._replace(
+            nodes=jnp.concatenate([encoded.nodes, latent.nodes], -1),
+            edges=jnp.concatenate([encoded.edges, latent.edges], -1),
+            globals=jnp.concatenate([encoded.globals, latent.globals], -1),
+        )
+        latent = core.apply({"params": p["core"]}, core_input)
+        expected = readout.apply(
+            {"params": p["output_transform"]},
+            decoder.apply({"params": p["decoder"]}, latent),
+        )
+        assert output.globals is None
+        for result in (output, output_unrolled):
+            assert_close(result.nodes, np.asarray(expected.nodes), tol=1e-4)
+            assert_close(result.edges, np.asarray(expected.edges), tol=1e-4)
+
+
+# ------------------------------------------------------------------------------------- layers
+
+
+def adjacency_np(add_self_edges):
+    """`A[i, j]` = number of edges j -> i (+ I)."""
+    adjacency = np.zeros((6, 6))
+    np.add.at(adjacency, (RECEIVERS, SENDERS), 1.0)
+    return adjacency + (np.eye(6) if add_self_edges else 0.0)
+
+
+@pytest.mark.parametrize("add_self_edges", [True, False])
+def test_gcn(add_self_edges):
+    p, out = init_and_apply(GCN(5, add_self_edges=add_self_edges), make_graph())
+    p["bias"] = np.arange(5.0)
+    out = GCN(5, add_self_edges=add_self_edges).apply({"params": p}, make_graph())
+    adjacency = adjacency_np(add_self_edges)
+    in_scale = 1 / np.sqrt(np.maximum(adjacency.sum(1), 1))
+    out_scale = 1 / np.sqrt(np.maximum(adjacency.sum(0), 1))
+    propagate = in_scale[:, None] * adjacency * out_scale[None, :]
+    assert_close(out.nodes, propagate @ NODES @ p["linear"]["kernel"] + p["bias"])
+
+
+def attention_np(logit, values, add_self_edges):
+    """Per node i: softmax over incoming j of `logit(j, i)` `[H]`, weighted sum of `values[j]`."""
+    out = np.zeros((6,) + values.shape[1:])
+    for i in range(6):
+        sources = incoming(i, add_self_edges)
+        if sources:
+            weights = softmax_np(np.stack([logit(j, i) for j in sources]))
+            out[i] = np.einsum("nh,nhd->hd", weights, values[sources])
+    return out
+
+
+def leaky(x, slope=0.2):
+    return np.where(x > 0, x, slope * x)
+
+
+@pytest.mark.parametrize("combine_heads", ["concat", "mean"])
+def test_gat(combine_heads):
+    module = GAT(4, num_heads=2, combine_heads=combine_heads)
+    p, _ = init_and_apply(module, make_graph())
+    p["bias"] = RNG.normal(size=p["bias"].shape)
+    out = module.apply({"params": p}, make_graph())
+    z = (NODES @ p["linear"]["kernel"]).reshape(6, 2, 4)
+
+    def logit(j, i):
+        a_s, a_r = p["sender_attention"], p["receiver_attention"]
+        return leaky(np.sum(a_s * z[j], -1) + np.sum(a_r * z[i], -1))
+
+    per_head = attention_np(logit, z, add_self_edges=True)
+    combined = per_head.reshape(6, 8) if combine_heads == "concat" else per_head.mean(1)
+    assert_close(out.nodes, combined + p["bias"])
+
+
+@pytest.mark.parametrize("share_weights", [False, True])
+@pytest.mark.parametrize("add_self_edges", [True, False])
+def test_gatv2(share_weights, add_self_edges):
+    module = GATv2(3, num_heads=2, share_weights=share_weights, add_self_edges=add_self_edges)
+    p, _ = init_and_apply(module, make_graph())
+    p = jax.tree_util.tree_map(lambda x: x + RNG.normal(size=x.shape) * 0.3, p)
+    out = module.apply({"params": p}, make_graph())
+    source = dense_np(NODES, p["source"]).reshape(6, 2, 3)
+    target = source if share_weights else dense_np(NODES, p["target"]).reshape(6, 2, 3)
+    assert share_weights == ("target" not in p)
+
+    def logit(j, i):
+        return np.sum(p["attention"] * leaky(source[j] + target[i]), -1)
+
+    expected = attention_np(logit, source, add_self_edges).reshape(6, 6) + p["bias"]
+    assert_close(out.nodes, expected)
+    if not add_self_edges:
+        assert_close(out.nodes[3], p["bias"])
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"aggregator": "max", "project": True}, {"root_weight": False, "normalize": True}]
+)
+def test_graph_sage(options):
+    module = GraphSAGE(4, **options)
+    p, out = init_and_apply(module, make_graph())
+    messages = relu(dense_np(NODES, p["project"])) if options.get("project") else NODES
+    reduce = np.max if options.get("aggregator") == "max" else np.mean
+    neighbours = np.stack(
+        [reduce(messages[incoming(i)], 0) if incoming(i) else np.zeros(3) for i in range(6)]
+    )
+    expected = dense_np(neighbours, p["neighbors"])
+    if options.get("root_weight", True):
+        expected = expected + NODES @ p["root"]["kernel"]
+    if options.get("normalize"):
+        expected = expected / np.linalg.norm(expected, axis=-1, keepdims=True)
+    assert_close(out.nodes, expected)
+
+
+@pytest.mark.parametrize("learn_epsilon", [False, True])
+def test_gin(learn_epsilon):
+    module = GIN((5, 2), epsilon=0.25, learn_epsilon=learn_epsilon)
+    p, out = init_and_apply(module, make_graph())
+    if learn_epsilon:
+        assert_close(p["epsilon"], 0.25)
+        p["epsilon"] = np.float32(-0.5)
+        out = module.apply({"params": p}, make_graph())
+    epsilon = -0.5 if learn_epsilon else 0.25
+    combined = (1 + epsilon) * NODES + adjacency_np(False) @ NODES
+    assert_close(out.nodes, mlp_np(combined, p["mlp"]))
+
+
+def test_layers_under_jit_and_grad():
+    graph = make_graph()
+    for module in (GCN(3), GAT(2, num_heads=2), GATv2(2), GraphSAGE(3), GIN((3, 3))):
+        params = module.init(jax.random.PRNGKey(0), graph)
+        grads = jax.jit(jax.grad(lambda p, m=module: jnp.sum(m.apply(p, graph).nodes ** 2)))(
+            params
+        )
+        leaves = jax.tree_util.tree_leaves(grads)
+        assert all(np.all(np.isfinite(leaf)) for leaf in leaves)
+        assert any(np.any(leaf != 0) for leaf in leaves)
+
+
+def test_flax_module_names_are_stable():
+    """The documented parameter names, which users rely on to load weights."""
+    shapes = jax.tree_util.tree_map(
+        np.shape, GAT(2, num_heads=3).init(jax.random.PRNGKey(0), make_graph())["params"]
+    )
+    assert shapes == {
+        "linear": {"kernel": (3, 6)},
+        "sender_attention": (3, 2),
+        "receiver_attention": (3, 2),
+        "bias": (6,),
+    }
+    assert isinstance(GCN(2), nn.Module)
