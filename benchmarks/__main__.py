@@ -207,9 +207,10 @@ def run(args) -> dict:
     if pyg:
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(args.torch_threads)
     warmup = 1 if args.quick else 2
     results = {"machine": machine(), "pyg": pyg, "timed": {}}
+    results["machine"]["torch_threads"] = args.torch_threads if pyg else None
     selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
         "rrn",
         "bucketing",
@@ -354,6 +355,13 @@ def _parse(argv):
     )
     parser.add_argument("--ablations", action="store_true", help="also time each fast path off")
     parser.add_argument("--no-pyg", action="store_true", help="skip PyTorch Geometric")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: on a loaded 2-core machine torch's OpenMP "
+        "pool with 2 threads ran W2 10x slower than with 1)",
+    )
     args = parser.parse_args(argv)
     if args.reps is None:
         args.reps = 2 if args.quick else 5

@@ -26,7 +26,7 @@ import numpy as np
 from gnkit import attention, convolutions
 from gnkit.blocks import aggregate_nodes_to_globals
 from gnkit.graph import GraphsTuple, node_graph_index
-from gnkit.nn.graph_network import GraphNetwork
+from gnkit.nn.graph_network import FactorisedDense, GraphNetwork
 from gnkit.nn.mlp import MLP
 from gnkit.segment import safe_segment_sum
 from gnkit.tasks import sudoku
@@ -75,17 +75,23 @@ def _copy(tree):
     return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
 
 
-def jax_contender(loss_fn, forward_fn, params, batch, donate: bool = True) -> Contender:
-    """A jitted SGD training step on `loss_fn(params, batch)`, compiled ahead of time.
+def jax_contender(forward_fn, objective, params, batch, donate: bool = True) -> Contender:
+    """A jitted SGD training step on `objective(forward_fn(params, batch), batch)`, compiled
+    ahead of time.
 
-    With `donate`, the parameter buffers are donated to the step, so the update is written in
-    place instead of into fresh buffers.
+    The step also returns the forward output, which the agreement check reads from one step on
+    a copy of the initial parameters (no separate forward compile). With `donate`, the parameter
+    buffers are donated to the step, so the update is written in place, not into fresh buffers.
     """
 
+    def loss_fn(params, batch):
+        output = forward_fn(params, batch)
+        return objective(output, batch), output
+
     def train_step(params, batch):
-        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        (loss, output), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
         new_params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
-        return new_params, loss
+        return new_params, loss, output
 
     start = time.perf_counter()
     jitted = jax.jit(train_step, donate_argnums=(0,) if donate else ())
@@ -101,18 +107,26 @@ def jax_contender(loss_fn, forward_fn, params, batch, donate: bool = True) -> Co
             - memory.alias_size_in_bytes
         )
     state = {"params": _copy(params)}
-    forward = jax.jit(forward_fn)
 
     def step():
-        state["params"], loss = compiled(state["params"], batch)
+        state["params"], loss, _ = compiled(state["params"], batch)
         return loss
 
     return Contender(
         step=step,
-        forward=lambda: np.asarray(forward(params, batch)),
+        forward=lambda: np.asarray(compiled(_copy(params), batch)[2]),
         compile_s=compile_s,
         peak_bytes=peak,
     )
+
+
+def _mean_square(output, batch):
+    del batch
+    return jnp.mean(output**2)
+
+
+def _squared_error(output, batch):
+    return jnp.mean((output - batch[1]) ** 2)
 
 
 def _mlp_apply(layers, x):
@@ -254,6 +268,46 @@ def _torch_gn(edge_layers, node_layers):
     return TorchGraphNetwork()
 
 
+class _SummedMessages(nn.Module):
+    """The edge MLP of W1 with its linear last layer moved after the sum at receivers.
+
+    `sum_j (W h_j + b) = W sum_j h_j + deg b`, so the last layer costs `O(N)` instead of `O(E)`;
+    the per-edge outputs are never formed. Same parameter layout as `GraphNetwork`'s edge MLP.
+    """
+
+    hidden: int
+    fixed_degree: int | None
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> jax.Array:
+        parts = [(graph.edges, None), (graph.nodes, graph.senders), (graph.nodes, graph.receivers)]
+        hidden = jax.nn.relu(FactorisedDense(self.hidden, name="dense_0")(parts))
+        ones = jnp.ones((hidden.shape[0], 1), hidden.dtype)
+        n_node = graph.nodes.shape[0]
+        if self.fixed_degree:
+            summed = hidden.reshape(n_node, self.fixed_degree, -1).sum(axis=1)
+            degree = jnp.full((n_node, 1), self.fixed_degree, hidden.dtype)
+        else:
+            summed = safe_segment_sum(hidden, graph.receivers, n_node, indices_are_sorted=True)
+            degree = safe_segment_sum(ones, graph.receivers, n_node, indices_are_sorted=True)
+        last = nn.Dense(self.hidden, name="dense_1")
+        out = last(summed)
+        return out + (degree - 1.0) * last.variables["params"]["bias"]
+
+
+class SummedMessageGraphNetwork(nn.Module):
+    """W1's graph network with the edge MLP's last layer after the sum (nodes output only)."""
+
+    hidden: int
+    fixed_degree: int | None = None
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> jax.Array:
+        received = _SummedMessages(self.hidden, self.fixed_degree, name="edge_update")(graph)
+        node_mlp = MLP((self.hidden, self.hidden), name="node_update")
+        return node_mlp(jnp.concatenate([graph.nodes, received], axis=-1))
+
+
 def make_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
     """W1: one graph-network step on a batch of Sudoku graphs, loss on the new nodes."""
     puzzles, hidden, edge_size = (2, 16, 4) if quick else (128, 96, 16)
@@ -270,29 +324,28 @@ def make_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workl
         def forward(params, graph, model=model):
             return model.apply(params, graph).nodes
 
-        def loss(params, graph, forward=forward):
-            return jnp.mean(forward(params, graph) ** 2)
-
-        contenders[name] = jax_contender(loss, forward, params, graph)
+        contenders[name] = jax_contender(forward, _mean_square, params, graph)
     if ablations:
         model = _gn_module(hidden, **variants["gnkit"])
 
-        def forward(params, graph):
+        def forward(params, graph, model=model):
             return model.apply(params, graph).nodes
 
-        def loss(params, graph):
-            return jnp.mean(forward(params, graph) ** 2)
+        contenders["gnkit no donation"] = jax_contender(
+            forward, _mean_square, params, graph, donate=False
+        )
+        for name, degree in (("", None), (" + fixed degree", 20)):
+            model = SummedMessageGraphNetwork(hidden, degree)
 
-        contenders["gnkit no donation"] = jax_contender(loss, forward, params, graph, donate=False)
+            contenders[f"proto: last layer after sum{name}"] = jax_contender(
+                model.apply, _mean_square, params, graph
+            )
 
     def jraph_forward(layers, graph):
         return _jraph_gn_step(*layers)(graph).nodes
 
-    def jraph_loss(layers, graph):
-        return jnp.mean(jraph_forward(layers, graph) ** 2)
-
     layers = _gn_layers(params["params"])
-    contenders["jraph"] = jax_contender(jraph_loss, jraph_forward, layers, graph)
+    contenders["jraph"] = jax_contender(jraph_forward, _mean_square, layers, graph)
     if pyg:
         inputs = [_to_torch(x) for x in (graph.nodes, graph.edges)] + [
             _to_torch(x).long() for x in (graph.senders, graph.receivers)
@@ -316,13 +369,14 @@ class _GNCell(nn.Module):
     """One shared-weight processor step for `nn.scan`: nodes -> nodes, edges kept."""
 
     hidden: int
+    summed_messages: bool = False
 
     @nn.compact
     def __call__(self, nodes, graph):
-        out = _gn_module(self.hidden, indices_are_sorted=True, name="gn")(
-            graph._replace(nodes=nodes)
-        )
-        return out.nodes, None
+        graph = graph._replace(nodes=nodes)
+        if self.summed_messages:
+            return SummedMessageGraphNetwork(self.hidden, name="gn")(graph), None
+        return _gn_module(self.hidden, indices_are_sorted=True, name="gn")(graph).nodes, None
 
 
 class RecurrentGraphNetwork(nn.Module):
@@ -331,6 +385,7 @@ class RecurrentGraphNetwork(nn.Module):
     hidden: int
     num_steps: int
     remat: bool = False
+    summed_messages: bool = False
 
     @nn.compact
     def __call__(self, graph):
@@ -342,7 +397,7 @@ class RecurrentGraphNetwork(nn.Module):
             in_axes=nn.broadcast,
             length=self.num_steps,
         )
-        nodes, _ = scanned(self.hidden, name="step")(graph.nodes, graph)
+        nodes, _ = scanned(self.hidden, self.summed_messages, name="step")(graph.nodes, graph)
         return nodes
 
 
@@ -357,15 +412,11 @@ def make_recurrent_graph_network(quick: bool, pyg: bool, ablations: bool = False
     variants = {"gnkit scan": model}
     if ablations:
         variants["gnkit scan + remat"] = RecurrentGraphNetwork(hidden, steps, remat=True)
+        variants["proto: last layer after sum"] = RecurrentGraphNetwork(
+            hidden, steps, summed_messages=True
+        )
     for name, module in variants.items():
-
-        def forward(params, graph, module=module):
-            return module.apply(params, graph)
-
-        def loss(params, graph, forward=forward):
-            return jnp.mean(forward(params, graph) ** 2)
-
-        contenders[name] = jax_contender(loss, forward, params, graph)
+        contenders[name] = jax_contender(module.apply, _mean_square, params, graph)
     layers = _gn_layers(params["params"]["step"]["gn"])
 
     def loop_forward(layers, graph):
@@ -384,11 +435,7 @@ def make_recurrent_graph_network(quick: bool, pyg: bool, ablations: bool = False
         return jax.lax.scan(body, graph.nodes, None, length=steps)[0]
 
     for name, forward in (("jraph loop", loop_forward), ("jraph scan", scan_forward)):
-
-        def loss(layers, graph, forward=forward):
-            return jnp.mean(forward(layers, graph) ** 2)
-
-        contenders[name] = jax_contender(loss, forward, layers, graph)
+        contenders[name] = jax_contender(forward, _mean_square, layers, graph)
     return Workload(
         f"W1 x {steps} recurrent",
         f"{steps} shared-weight steps of W1 on {puzzles} Sudoku graphs",
@@ -549,11 +596,7 @@ def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
 
     contenders = {}
     for name, forward in (("gnkit", gnkit_forward), ("jraph", jraph_forward)):
-
-        def loss(params, batch, forward=forward):
-            return jnp.mean((forward(params, batch) - batch[1]) ** 2)
-
-        contenders[name] = jax_contender(loss, forward, params, batch)
+        contenders[name] = jax_contender(forward, _squared_error, params, batch)
     if pyg:
         import torch
 
@@ -655,9 +698,9 @@ def _torch_gcn(params):
     return TorchGCN()
 
 
-def _cross_entropy(logits, labels):
+def _cross_entropy(logits, batch):
     log_probs = jax.nn.log_softmax(logits)
-    return -jnp.mean(jnp.take_along_axis(log_probs, labels[:, None], axis=-1))
+    return -jnp.mean(jnp.take_along_axis(log_probs, batch[1][:, None], axis=-1))
 
 
 def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
@@ -678,11 +721,7 @@ def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
     }
     forwards["jraph"] = lambda params, batch: _jraph_gcn_forward(params, batch[0])
     for name, forward in forwards.items():
-
-        def loss(params, batch, forward=forward):
-            return _cross_entropy(forward(params, batch), batch[1])
-
-        contenders[name] = jax_contender(loss, forward, params, batch)
+        contenders[name] = jax_contender(forward, _cross_entropy, params, batch)
     if pyg:
         import torch
 

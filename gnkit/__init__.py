@@ -125,7 +125,7 @@ from gnkit.batching import (
     with_zero_out_padding_outputs,
     zero_out_padding,
 )
-from gnkit import aggregators, nn
+from gnkit import aggregators, nn, parallel
 
 __version__ = "0.1.0"
 
@@ -237,4 +237,5 @@ __all__ = [
     "zero_out_padding",
     "aggregators",
     "nn",
+    "parallel",
 ]

@@ -188,11 +188,25 @@ def check_data_parallel(results: dict) -> None:
         results[f"{mode}_loss_difference"] = _max_difference(
             parallel.unreplicate(metrics["loss"], mode), expected_metrics["loss"]
         )
+        state = (new_params, opt_state)
+        error, state = _guarded_steps(step, state, batch, 3)
+        results[f"{mode}_guard_error"] = error
+        results[f"{mode}_guard_control_error"], _ = _guarded_steps(
+            step, state, jax.device_get(batch), 1
+        )
+
+
+def _guarded_steps(step, state, batch, steps: int):
+    """Run `steps` steps under `jax.transfer_guard("disallow")`: (the error raised or None,
+    the latest params and opt_state; the inputs are donated)."""
+    try:
         with jax.transfer_guard("disallow"):
-            for _ in range(3):
-                new_params, opt_state, metrics = step(new_params, opt_state, batch)
-            jax.block_until_ready(new_params)
-        results[f"{mode}_steady_state_host_transfers"] = 0
+            for _ in range(steps):
+                *state, _ = step(*state, batch)
+            jax.block_until_ready(state)
+    except Exception as error:
+        return str(error), state
+    return None, state
 
 
 def _edge_sharded_pair(model, params, graph, mesh, out_specs=None):
