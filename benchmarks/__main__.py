@@ -119,7 +119,7 @@ def rrn_memory(quick: bool) -> dict:
     """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps."""
     from gnkit.tasks import sudoku
 
-    batch, hidden, layers = (1, 8, 1) if quick else (8, 96, 3)
+    batch, hidden, layers, cell = (1, 8, 1, "mlp") if quick else (8, 96, 3, "lstm")
     quizzes = jnp.zeros((batch, sudoku.NUM_CELLS), jnp.int32)
     solutions = jnp.ones((batch, sudoku.NUM_CELLS), jnp.int32)
     rows = {}
@@ -130,6 +130,7 @@ def rrn_memory(quick: bool) -> dict:
             encoder_layers=layers,
             message_layers=layers + 1,
             update_layers=layers,
+            cell=cell,
             remat=remat,
         )
         params = model.init(jax.random.PRNGKey(0), quizzes, 1)
@@ -150,7 +151,7 @@ def rrn_memory(quick: bool) -> dict:
                 + memory.output_size_in_bytes
             ),
         }
-    description = f"SudokuRRN gradient, batch {batch}, hidden {hidden}, {layers}-layer MLPs"
+    description = f"SudokuRRN gradient, batch {batch}, hidden {hidden}, {layers}-layer MLPs, {cell}"
     return {"description": description, "rows": rows}
 
 
@@ -265,10 +266,10 @@ def print_rrn_memory(result: dict) -> None:
             f"{name:24s} {row['compile_s']:9.2f} {_mb(row['temp_bytes']):>8s} "
             f"{_mb(row['peak_bytes']):>8s}"
         )
-    rows = result["rows"]
+    long, short = result["rows"]["remat, 64 steps"], result["rows"]["remat, 8 steps"]
     print(
-        f"remat 64 / 8 steps: peak memory x{rows['remat, 64 steps']['peak_bytes'] / rows['remat, 8 steps']['peak_bytes']:.2f}, "
-        f"compile time x{rows['remat, 64 steps']['compile_s'] / rows['remat, 8 steps']['compile_s']:.2f}",
+        f"remat 64 / 8 steps: peak memory x{long['peak_bytes'] / short['peak_bytes']:.2f}, "
+        f"compile time x{long['compile_s'] / short['compile_s']:.2f}",
         flush=True,
     )
 
@@ -283,7 +284,10 @@ def print_rrn_throughput(result: dict | None) -> None:
     print(f"\n{result['description']}")
     for name in ("gnkit", "jraph"):
         row = result[name]
-        print(f"{name:8s} {row['seconds_per_step'] * 1e3:10.1f} ms/step {row['puzzles_per_s']:8.2f} puzzles/s")
+        print(
+            f"{name:8s} {row['seconds_per_step'] * 1e3:10.1f} ms/step "
+            f"{row['puzzles_per_s']:8.2f} puzzles/s"
+        )
     print(
         f"jraph / gnkit step time: "
         f"{result['jraph']['seconds_per_step'] / result['gnkit']['seconds_per_step']:.2f}",
@@ -376,8 +380,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         settings = {args.malloc: run(args)}
     else:
         settings = {}
-        forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
-        forwarded = [a for i, a in enumerate(forwarded) if not _is_json_arg(forwarded, i)]
+        given = list(argv if argv is not None else sys.argv[1:])
+        forwarded = [arg for index, arg in enumerate(given) if not _is_json_arg(given, index)]
         for setting in ("default", "tuned"):
             env = {key: value for key, value in os.environ.items() if key not in TUNED_MALLOC}
             if setting == "tuned":

@@ -581,10 +581,10 @@ def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
 def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
     """W2: 3 GAT layers + sum readout + MLP on a batch of molecule-sized graphs."""
     del ablations
-    n_graph, features = (4, 8) if quick else (256, 32)
+    n_graph, features, layers = (4, 8, 1) if quick else (256, 32, 3)
     graph = molecule_graph(n_graph, features)
     targets = jnp.asarray(np.random.default_rng(1).normal(size=(n_graph, 1)), jnp.float32)
-    model = GATModel()
+    model = GATModel(layers=layers)
     params = model.init(jax.random.PRNGKey(0), graph)
     batch = (graph, targets)
 
@@ -592,7 +592,7 @@ def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
         return model.apply(params, batch[0])
 
     def jraph_forward(params, batch):
-        return _jraph_gat_forward(params, batch[0])
+        return _jraph_gat_forward(params, batch[0], layers=layers)
 
     contenders = {}
     for name, forward in (("gnkit", gnkit_forward), ("jraph", jraph_forward)):
@@ -604,14 +604,14 @@ def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
         graph_index = _to_torch(node_graph_index(graph)).long()
         torch_targets = _to_torch(targets)
         contenders["pyg eager"] = torch_contender(
-            _torch_gat(params, features),
+            _torch_gat(params, features, layers=layers),
             lambda out: ((out - torch_targets) ** 2).mean(),
             [_to_torch(graph.nodes), edge_index, graph_index, n_graph],
         )
     return Workload(
         "W2 GAT",
         f"{n_graph} molecule graphs ({graph.nodes.shape[0]} nodes, {graph.senders.shape[0]} "
-        "edges), 3 GAT layers 4 x 16, sum readout, MLP",
+        f"edges), {layers} GAT layers 4 x 16, sum readout, MLP",
         contenders,
     )
 

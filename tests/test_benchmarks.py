@@ -1,4 +1,4 @@
-"""The benchmark suite runs at tiny size, and the fast paths it measures compute the right values."""
+"""The benchmark suite runs at tiny size; the fast paths it measures compute the right values."""
 
 import json
 

@@ -126,9 +126,7 @@ def graph_network_np(p, nodes, edges, globals_, use_sent_edges=False):
     """Battaglia et al. (2018) Algorithm 1 with concatenated MLP inputs, sum aggregation."""
     act = dict(activate_final=True)
     edges = mlp_np(
-        np.concatenate(
-            [edges, nodes[SENDERS], nodes[RECEIVERS], globals_[EDGE_GRAPH]], axis=-1
-        ),
+        np.concatenate([edges, nodes[SENDERS], nodes[RECEIVERS], globals_[EDGE_GRAPH]], axis=-1),
         p["edge_update"],
         **act,
     )
@@ -171,9 +169,12 @@ def test_graph_network_without_globals_and_padding_invariance():
     module = GraphNetwork((4,), (3,), use_globals=False)
     graph = make_graph(globals_=None)
     p, out = init_and_apply(module, graph)
-    edges = dense_np(np.concatenate([EDGES, NODES[SENDERS], NODES[RECEIVERS]], -1), p["edge_update"]["dense_0"])
+    edges = dense_np(
+        np.concatenate([EDGES, NODES[SENDERS], NODES[RECEIVERS]], -1), p["edge_update"]["dense_0"]
+    )
     nodes = dense_np(
-        np.concatenate([NODES, segment_sum_np(edges, RECEIVERS, 6)], -1), p["node_update"]["dense_0"]
+        np.concatenate([NODES, segment_sum_np(edges, RECEIVERS, 6)], -1),
+        p["node_update"]["dense_0"],
     )
     assert_close(out.nodes, nodes)
     assert out.globals is None
@@ -221,6 +222,7 @@ def test_encode_process_decode_wiring():
     decoder = GraphIndependent(hidden, hidden, None, **mlp)
     readout = GraphIndependent((2,), (3,), None)
 
+    @jax.jit
     def run(graph):
         by_hand = []
         encoded = latent = encoder.apply({"params": p["encoder"]}, graph)
@@ -317,7 +319,8 @@ def test_gatv2(share_weights, add_self_edges):
 
 
 @pytest.mark.parametrize(
-    "options", [{}, {"aggregator": "max", "project": True}, {"root_weight": False, "normalize": True}]
+    "options",
+    [{}, {"aggregator": "max", "project": True}, {"root_weight": False, "normalize": True}],
 )
 def test_graph_sage(options):
     module = GraphSAGE(4, **options)
@@ -354,7 +357,7 @@ def test_gatv2_gradients_are_finite_without_incoming_edges():
     """Node 3 has no incoming edge and no self-edge: the safe softmax keeps gradients finite."""
     module = GATv2(2, num_heads=2, add_self_edges=False)
     params = {"params": random_params(module, make_graph())}
-    grads = jax.grad(lambda p: jnp.sum(module.apply(p, make_graph()).nodes ** 2))(params)
+    grads = jax.jit(jax.grad(lambda p: jnp.sum(module.apply(p, make_graph()).nodes ** 2)))(params)
     leaves = jax.tree_util.tree_leaves(grads)
     assert all(np.all(np.isfinite(leaf)) for leaf in leaves)
     assert all(np.any(leaf != 0) for leaf in leaves)

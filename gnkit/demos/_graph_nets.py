@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -101,7 +102,11 @@ def make_model(
 
 
 def bucket_policy(batch_size: int, min_nodes: int, min_edges: int) -> BucketPolicy:
-    """Buckets for batches of `batch_size` graphs of at least `min_nodes` / `min_edges` each."""
+    """Buckets for batches of `batch_size` graphs, from `min_nodes` and `min_edges` per graph.
+
+    The three budgets climb one ladder together, so `min_edges / min_nodes` should be about the
+    data's edges per node.
+    """
     return BucketPolicy(
         growth=1.2,
         min_nodes=batch_size * min_nodes,
@@ -168,14 +173,18 @@ def make_train_step(
     return train_step
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _last_step(model: EncodeProcessDecode, num_processing_steps: int, params, inputs):
+    return model.apply(params, inputs, num_processing_steps)[-1]
+
+
 def make_predict(model: EncodeProcessDecode, num_processing_steps: int):
-    """A jitted `(params, padded inputs) -> last-step output graph`."""
+    """A jitted `(params, padded inputs) -> last-step output graph`.
 
-    @jax.jit
-    def predict(params, inputs):
-        return model.apply(params, inputs, num_processing_steps)[-1]
-
-    return predict
+    Compiled once per model, step count and input shape for the whole process (the model is a
+    static argument), so periodic evaluations do not recompile.
+    """
+    return functools.partial(_last_step, model, num_processing_steps)
 
 
 def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[GraphsTuple]:
@@ -323,7 +332,8 @@ def plot_training(out_dir: Path, score_key: str, score_label: str) -> None:
 
 def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
     """`train` and `eval` subcommands shared by the demos."""
-    parser = argparse.ArgumentParser(prog=f"gnkit {name}", description=description)
+    command = name.replace("_", "-")
+    parser = argparse.ArgumentParser(prog=f"gnkit {command}", description=description)
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train (resumes from --out), then evaluate")
     train.add_argument("--config", choices=sorted(configs), default="default")
@@ -331,7 +341,10 @@ def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
     train.add_argument("--steps", type=int, help="training steps (default: the config's)")
     train.add_argument("--seed", type=int, help="random seed (default: the config's)")
     train.add_argument(
-        "--set", nargs=2, action="append", metavar=("FIELD", "VALUE"),
+        "--set",
+        nargs=2,
+        action="append",
+        metavar=("FIELD", "VALUE"),
         help="override a config field with a JSON value, e.g. --set batch_size 16",
     )
     train.add_argument("--no-progress", action="store_true")
@@ -360,3 +373,104 @@ class Stopwatch:
             "wall_seconds": round(time.time() - self.wall, 1),
             "cpu_seconds": round(time.process_time() - self.cpu, 1),
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationTask:
+    """A node-and-edge labelling demo (sort, shortest path): what differs between them.
+
+    `generate(rng, n_graphs, min_size, max_size) -> (inputs, targets)`; `metrics` is the task's
+    metrics function (it must report `solved`); `example()` a small input graph for
+    initialisation; `typical_edges(size)` about how many edges a graph of `size` nodes has (it
+    sets the bucket ladder's edges-to-nodes ratio); `plot_example(config, params, path)` draws
+    one test graph.
+    """
+
+    name: str
+    generate: Generate
+    metrics: Callable[..., dict[str, float]]
+    example: Callable[[], GraphsTuple]
+    typical_edges: Callable[[int], int]
+    plot_example: Callable[[DemoConfig, Any, Path], None]
+
+
+def classification_model(config: DemoConfig) -> EncodeProcessDecode:
+    """Two classes per node and per edge."""
+    return make_model(config, edge_output_size=2, node_output_size=2)
+
+
+def test_set(task: ClassificationTask, config: DemoConfig, sizes: tuple[int, int], index: int):
+    """The fixed `(inputs, targets)` test set number `index` of `eval_graphs` graphs."""
+    rng = np.random.default_rng([config.seed, 1, index])
+    return task.generate(rng, config.eval_graphs, *sizes)
+
+
+def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, sets):
+    """`task.metrics` at the last processing step on each `(name, inputs, targets)` set."""
+    predict = make_predict(classification_model(config), config.eval_processing_steps)
+    return {
+        name: classification_metrics(
+            predict, params, inputs, targets, config.eval_batch_size, task.metrics
+        )
+        for name, inputs, targets in sets
+    }
+
+
+def report_classification(
+    task: ClassificationTask, config: DemoConfig, params, out_dir: Path, extra: dict
+) -> dict:
+    """Evaluate on every `test_sizes` set, plot, and write `results.json`."""
+    sets = [
+        (f"{low}-{high}", *test_set(task, config, (low, high), index))
+        for index, (low, high) in enumerate(config.test_sizes)
+    ]
+    watch = Stopwatch()
+    results = {"demo": task.name, **extra}
+    results["test"] = evaluate_classification(task, config, params, sets)
+    results["eval_time"] = watch.read()
+    task.plot_example(config, params, out_dir / "example.png")
+    plot_training(out_dir, "solved", f"solved ({config.monitor_graphs} graphs of training size)")
+    write_results(out_dir, results)
+    return results
+
+
+def train_classification(
+    task: ClassificationTask, config: DemoConfig, out_dir: str | Path, progress: bool = True
+) -> dict:
+    """Train `config` into `out_dir` (resuming), then report. Returns the results."""
+    out_dir = prepare_out_dir(out_dir, config)
+    watch = Stopwatch()
+    low = config.train_sizes[0]
+    policy = bucket_policy(config.batch_size, low, task.typical_edges(low))
+    monitor_rng = np.random.default_rng([config.seed, 2])
+    monitor = task.generate(monitor_rng, config.monitor_graphs, *config.train_sizes)
+
+    def monitor_eval(params):
+        metrics = evaluate_classification(task, config, params, [("monitor", *monitor)])
+        return {"score": metrics["monitor"]["solved"], **metrics["monitor"]}
+
+    params = run_training(
+        config,
+        classification_model(config),
+        task.example(),
+        classification_loss,
+        random_batches(config, task.generate, policy),
+        monitor_eval,
+        out_dir,
+        progress,
+    )
+    return report_classification(task, config, params, out_dir, {"train_time": watch.read()})
+
+
+def classification_main(
+    task: ClassificationTask, configs: dict[str, DemoConfig], description: str, argv
+) -> int:
+    """`train` / `eval` commands of a classification demo."""
+    args = build_parser(task.name, description, configs).parse_args(argv)
+    if args.command == "train":
+        train_classification(task, config_from_args(args, configs), args.out, not args.no_progress)
+        return 0
+    config = saved_config(args.out)
+    params = load_params(classification_model(config), task.example(), config, args.out)
+    report_classification(task, config, params, Path(args.out), {})
+    return 0

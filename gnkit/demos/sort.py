@@ -24,60 +24,32 @@ from gnkit.tasks import sorting
 CONFIGS = {
     "default": common.DemoConfig(train_steps=3000),
     "tiny": common.DemoConfig(
-        train_steps=30,
+        train_steps=40,
         batch_size=8,
         latent_size=8,
-        num_processing_steps=3,
-        eval_processing_steps=3,
-        train_sizes=(4, 6),
-        test_sizes=((4, 6),),
-        eval_graphs=20,
-        eval_batch_size=10,
-        monitor_graphs=10,
-        eval_every_steps=15,
+        num_processing_steps=2,
+        eval_processing_steps=2,
+        train_sizes=(5, 5),
+        test_sizes=((5, 5),),
+        eval_graphs=16,
+        eval_batch_size=8,
+        monitor_graphs=8,
+        eval_every_steps=20,
     ),
 }
 
 
-def _generate(rng, n_graphs, min_elements, max_elements):
-    return sorting.generate_graphs(rng, n_graphs, min_elements, max_elements)
-
-
-def model_for(config: common.DemoConfig):
-    return common.make_model(config, edge_output_size=2, node_output_size=2)
-
-
-def _example():
-    return sorting.sort_graph(np.arange(3.0))[0]
-
-
-def _test_set(config: common.DemoConfig, sizes: tuple[int, int], seed_offset: int):
-    return _generate(np.random.default_rng([config.seed, 1, seed_offset]), config.eval_graphs, *sizes)
-
-
-def evaluate(config: common.DemoConfig, params, sets) -> dict[str, dict[str, float]]:
-    """Accuracy and fraction solved on each `(name, inputs, targets)` test set."""
-    predict = common.make_predict(model_for(config), config.eval_processing_steps)
-    return {
-        name: common.classification_metrics(
-            predict, params, inputs, targets, config.eval_batch_size, sorting.metrics
-        )
-        for name, inputs, targets in sets
-    }
-
-
 def plot_example(config: common.DemoConfig, params, path: Path) -> None:
     """Predicted vs true "next element" edges of one test list, elements in sorted order."""
-    inputs, targets = _test_set(config, config.test_sizes[0], 0)
-    predict = common.make_predict(model_for(config), config.eval_processing_steps)
-    _, edges = common.predict_graphs(predict, params, inputs[:1], 1)
-    n = len(inputs[0].nodes)
-    order = np.argsort(inputs[0].nodes[:, 0])
-    probability = np.exp(edges[:, 1]) / np.exp(edges).sum(-1)
-    predicted = np.zeros((n, n))
-    predicted[inputs[0].senders, inputs[0].receivers] = probability
-    truth = np.zeros((n, n))
-    truth[targets[0].senders, targets[0].receivers] = targets[0].edges[:, 1]
+    inputs, targets = common.test_set(TASK, config, config.test_sizes[0], 0)
+    inputs, targets = inputs[0], targets[0]
+    predict = common.make_predict(common.classification_model(config), config.eval_processing_steps)
+    _, edges = common.predict_graphs(predict, params, [inputs], 1)
+    n = len(inputs.nodes)
+    order = np.argsort(inputs.nodes[:, 0])
+    predicted, truth = np.zeros((n, n)), np.zeros((n, n))
+    predicted[inputs.senders, inputs.receivers] = np.exp(edges[:, 1]) / np.exp(edges).sum(-1)
+    truth[targets.senders, targets.receivers] = targets.edges[:, 1]
     plt = common.pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(8, 3.8), constrained_layout=True)
     for axis, matrix, title in zip(axes, (truth, predicted), ("target", "predicted"), strict=True):
@@ -88,61 +60,26 @@ def plot_example(config: common.DemoConfig, params, path: Path) -> None:
     plt.close(figure)
 
 
-def report(config: common.DemoConfig, params, out_dir: Path, extra: dict) -> dict:
-    """Evaluate on the test sets, plot, and write `results.json`."""
-    sets = [
-        (f"{low}-{high}", *_test_set(config, (low, high), index))
-        for index, (low, high) in enumerate(config.test_sizes)
-    ]
-    watch = common.Stopwatch()
-    results = {"demo": "sort", **extra, "test": evaluate(config, params, sets)}
-    results["eval_time"] = watch.read()
-    plot_example(config, params, out_dir / "example.png")
-    common.plot_training(out_dir, "solved", f"lists solved ({config.monitor_graphs} monitored)")
-    common.write_results(out_dir, results)
-    return results
+TASK = common.ClassificationTask(
+    name="sort",
+    generate=sorting.generate_graphs,
+    metrics=sorting.metrics,
+    example=lambda: sorting.sort_graph(np.arange(3.0))[0],
+    typical_edges=lambda size: size * size,
+    plot_example=plot_example,
+)
 
 
 def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True) -> dict:
-    """Train `config` into `out_dir` (resuming), then report. Returns the results."""
-    out_dir = common.prepare_out_dir(out_dir, config)
-    watch = common.Stopwatch()
-    model = model_for(config)
-    policy = common.bucket_policy(config.batch_size, config.train_sizes[0], config.train_sizes[0] ** 2)
-    monitor = _generate(
-        np.random.default_rng([config.seed, 2]), config.monitor_graphs, *config.train_sizes
-    )
-
-    def monitor_eval(params):
-        metrics = evaluate(config, params, [("monitor", *monitor)])["monitor"]
-        return {"score": metrics["solved"], **metrics}
-
-    params = common.run_training(
-        config,
-        model,
-        _example(),
-        common.classification_loss,
-        common.random_batches(config, _generate, policy),
-        monitor_eval,
-        out_dir,
-        progress,
-    )
-    return report(config, params, out_dir, {"train_time": watch.read()})
+    """Train `config` into `out_dir` (resuming), evaluate, plot; returns the results."""
+    return common.train_classification(TASK, config, out_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`gnkit sort train|eval ...`."""
-    parser = common.build_parser("sort", __doc__.split("\n")[0], CONFIGS)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "train":
-        train(common.config_from_args(args, CONFIGS), args.out, not args.no_progress)
-    else:
-        config = common.saved_config(args.out)
-        params = common.load_params(model_for(config), _example(), config, args.out)
-        report(config, params, Path(args.out), {})
-    return 0
+    argv = sys.argv[1:] if argv is None else argv
+    return common.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -79,7 +79,10 @@ class EncodeProcessDecode(nn.Module):
                 length=num_processing_steps,
             )
             _, stacked = scanned(self, latent, encoded)
-            per_step = [jax.tree_util.tree_map(lambda x, i=i: x[i], stacked) for i in range(num_processing_steps)]
+            per_step = [
+                jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)
+                for i in range(num_processing_steps)
+            ]
         else:
             per_step = []
             for _ in range(num_processing_steps):

@@ -157,7 +157,11 @@ class GraphNetwork(nn.Module):
             require(
                 graph, "nodes", "edges", "senders", "receivers", *with_globals, block="GraphNetwork"
             )
-            parts = [(graph.edges, None), (graph.nodes, graph.senders), (graph.nodes, graph.receivers)]
+            parts = [
+                (graph.edges, None),
+                (graph.nodes, graph.senders),
+                (graph.nodes, graph.receivers),
+            ]
             if self.use_globals:
                 parts.append((graph.globals, edge_graph_index(graph)))
             graph = graph._replace(edges=self._mlp(self.edge_features, "edge_update")(parts))

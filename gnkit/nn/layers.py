@@ -128,16 +128,16 @@ class GATv2(nn.Module):
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="GATv2")
         if self.combine_heads not in ("concat", "mean"):
-            raise ValueError(f"combine_heads must be 'concat' or 'mean', got {self.combine_heads!r}")
+            raise ValueError(
+                f"combine_heads must be 'concat' or 'mean', got {self.combine_heads!r}"
+            )
         n_node = graph.nodes.shape[0]
         width = self.num_heads * self.features
         source = nn.Dense(width, name="source")(graph.nodes).reshape(n_node, self.num_heads, -1)
         target = source
         if not self.share_weights:
             target = nn.Dense(width, name="target")(graph.nodes).reshape(n_node, self.num_heads, -1)
-        attention = self.param(
-            "attention", _attention_init, (self.num_heads, self.features)
-        )
+        attention = self.param("attention", _attention_init, (self.num_heads, self.features))
         senders, receivers, is_sorted = graph.senders, graph.receivers, self.indices_are_sorted
         if self.add_self_edges:
             every_node = jnp.arange(n_node, dtype=senders.dtype)
