@@ -148,8 +148,11 @@ def classification_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax
 
 
 def init_params(model: EncodeProcessDecode, example: GraphsTuple, seed: int):
-    """Parameters for `model` from one small example graph (they do not depend on its size)."""
-    return model.init(jax.random.PRNGKey(seed), example, 1)
+    """Parameters for `model` from one small example graph (they do not depend on its size).
+
+    Jitted: one compile instead of one per initialiser op.
+    """
+    return jax.jit(model.init, static_argnums=2)(jax.random.PRNGKey(seed), example, 1)
 
 
 def make_train_step(
@@ -214,15 +217,6 @@ def predict_graphs(
     )
 
 
-def classification_metrics(
-    predict, params, inputs, targets, batch_size: int, metrics_fn
-) -> dict[str, float]:
-    """A task's `metrics` over all of `inputs` (node and edge labels). Host driver."""
-    nodes, edges = predict_graphs(predict, params, inputs, batch_size)
-    target = batch_np(targets)
-    return metrics_fn(target._replace(nodes=nodes, edges=edges), target)
-
-
 def random_batches(
     config: DemoConfig, generate: Generate, policy: BucketPolicy
 ) -> Callable[[int], tuple[GraphsTuple, GraphsTuple]]:
@@ -274,8 +268,9 @@ def load_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoCo
     path = training.latest_checkpoint(Path(out_dir) / "checkpoints")
     if path is None:
         raise SystemExit(f"no checkpoint in {out_dir}/checkpoints; run `train` first")
-    params = init_params(model, example, config.seed)
-    template = training.TrainState(params=params, opt_state=optax.adam(1.0).init(params))
+    params = jax.eval_shape(lambda: init_params(model, example, config.seed))
+    opt_state = jax.eval_shape(optax.adam(1.0).init, params)
+    template = training.TrainState(params=params, opt_state=opt_state)
     return training.load_checkpoint(path, template).params
 
 
@@ -382,8 +377,8 @@ class ClassificationTask:
     `generate(rng, n_graphs, min_size, max_size) -> (inputs, targets)`; `metrics` is the task's
     metrics function (it must report `solved`); `example()` a small input graph for
     initialisation; `typical_edges(size)` about how many edges a graph of `size` nodes has (it
-    sets the bucket ladder's edges-to-nodes ratio); `plot_example(config, params, path)` draws
-    one test graph.
+    sets the bucket ladder's edges-to-nodes ratio); `plot_example(inputs, targets, node_logits,
+    edge_logits, path)` draws one test graph and the model's last-step outputs for it.
     """
 
     name: str
@@ -391,7 +386,7 @@ class ClassificationTask:
     metrics: Callable[..., dict[str, float]]
     example: Callable[[], GraphsTuple]
     typical_edges: Callable[[int], int]
-    plot_example: Callable[[DemoConfig, Any, Path], None]
+    plot_example: Callable[[GraphsTuple, GraphsTuple, np.ndarray, np.ndarray, Path], None]
 
 
 def classification_model(config: DemoConfig) -> EncodeProcessDecode:
@@ -405,30 +400,32 @@ def test_set(task: ClassificationTask, config: DemoConfig, sizes: tuple[int, int
     return task.generate(rng, config.eval_graphs, *sizes)
 
 
-def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, sets):
-    """`task.metrics` at the last processing step on each `(name, inputs, targets)` set."""
+def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, inputs, targets):
+    """`task.metrics` at the last processing step over all of `inputs`, and the node and edge
+    logits (`[N, 2]`, `[E, 2]`, all graphs in order). Host driver."""
     predict = make_predict(classification_model(config), config.eval_processing_steps)
-    return {
-        name: classification_metrics(
-            predict, params, inputs, targets, config.eval_batch_size, task.metrics
-        )
-        for name, inputs, targets in sets
-    }
+    nodes, edges = predict_graphs(predict, params, inputs, config.eval_batch_size)
+    target = batch_np(targets)
+    return task.metrics(target._replace(nodes=nodes, edges=edges), target), nodes, edges
 
 
 def report_classification(
     task: ClassificationTask, config: DemoConfig, params, out_dir: Path, extra: dict
 ) -> dict:
-    """Evaluate on every `test_sizes` set, plot, and write `results.json`."""
-    sets = [
-        (f"{low}-{high}", *test_set(task, config, (low, high), index))
-        for index, (low, high) in enumerate(config.test_sizes)
-    ]
+    """Evaluate on every `test_sizes` set, plot, and write `results.json`.
+
+    `example.png` shows the first graph of the last (largest) test set.
+    """
     watch = Stopwatch()
-    results = {"demo": task.name, **extra}
-    results["test"] = evaluate_classification(task, config, params, sets)
+    results = {"demo": task.name, **extra, "test": {}}
+    for index, (low, high) in enumerate(config.test_sizes):
+        inputs, targets = test_set(task, config, (low, high), index)
+        metrics, nodes, edges = evaluate_classification(task, config, params, inputs, targets)
+        results["test"][f"{low}-{high}"] = metrics
     results["eval_time"] = watch.read()
-    task.plot_example(config, params, out_dir / "example.png")
+    first, first_target = inputs[0], targets[0]
+    n_node, n_edge = len(first.nodes), len(first.senders)
+    task.plot_example(first, first_target, nodes[:n_node], edges[:n_edge], out_dir / "example.png")
     plot_training(out_dir, "solved", f"solved ({config.monitor_graphs} graphs of training size)")
     write_results(out_dir, results)
     return results
@@ -446,8 +443,8 @@ def train_classification(
     monitor = task.generate(monitor_rng, config.monitor_graphs, *config.train_sizes)
 
     def monitor_eval(params):
-        metrics = evaluate_classification(task, config, params, [("monitor", *monitor)])
-        return {"score": metrics["monitor"]["solved"], **metrics["monitor"]}
+        metrics, _, _ = evaluate_classification(task, config, params, *monitor)
+        return {"score": metrics["solved"], **metrics}
 
     params = run_training(
         config,

@@ -39,14 +39,10 @@ CONFIGS = {
 }
 
 
-def plot_example(config: common.DemoConfig, params, path: Path) -> None:
-    """One test graph drawn twice: the true path, and the predicted path probabilities."""
-    inputs, targets = common.test_set(TASK, config, config.test_sizes[-1], len(config.test_sizes))
-    inputs, targets = inputs[0], targets[0]
-    predict = common.make_predict(common.classification_model(config), config.eval_processing_steps)
-    nodes, edges = common.predict_graphs(predict, params, [inputs], 1)
-    node_probability = np.exp(nodes[:, 1]) / np.exp(nodes).sum(-1)
-    edge_probability = np.exp(edges[:, 1]) / np.exp(edges).sum(-1)
+def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
+    """One graph drawn twice: the true path, and the predicted probabilities of being on it."""
+    node_probability = np.exp(node_logits[:, 1]) / np.exp(node_logits).sum(-1)
+    edge_probability = np.exp(edge_logits[:, 1]) / np.exp(edge_logits).sum(-1)
     positions = inputs.nodes[:, :2]
     plt = common.pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(9, 4.4), constrained_layout=True)

@@ -33,22 +33,20 @@ CONFIGS = {
         test_sizes=((5, 5),),
         eval_graphs=16,
         eval_batch_size=8,
-        monitor_graphs=8,
+        monitor_graphs=8,  # the same padded shape as the test batches: one predict compile
         eval_every_steps=20,
     ),
 }
 
 
-def plot_example(config: common.DemoConfig, params, path: Path) -> None:
-    """Predicted vs true "next element" edges of one test list, elements in sorted order."""
-    inputs, targets = common.test_set(TASK, config, config.test_sizes[0], 0)
-    inputs, targets = inputs[0], targets[0]
-    predict = common.make_predict(common.classification_model(config), config.eval_processing_steps)
-    _, edges = common.predict_graphs(predict, params, [inputs], 1)
+def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
+    """Predicted vs true "next element" edges of one list, elements in sorted order."""
+    del node_logits
     n = len(inputs.nodes)
     order = np.argsort(inputs.nodes[:, 0])
     predicted, truth = np.zeros((n, n)), np.zeros((n, n))
-    predicted[inputs.senders, inputs.receivers] = np.exp(edges[:, 1]) / np.exp(edges).sum(-1)
+    probability = np.exp(edge_logits[:, 1]) / np.exp(edge_logits).sum(-1)
+    predicted[inputs.senders, inputs.receivers] = probability
     truth[targets.senders, targets.receivers] = targets.edges[:, 1]
     plt = common.pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(8, 3.8), constrained_layout=True)
