@@ -44,6 +44,8 @@ class DemoConfig:
     `train_sizes` is the `(min, max)` graph size (nodes, list elements or masses) of training
     graphs; `test_sizes` the size ranges reported at the end, `eval_graphs` graphs each.
     `eval_every_steps` evaluates on `monitor_graphs` graphs of training size during training.
+    `quick_compile` turns XLA's backend optimisation off: about half the compile time and slower
+    steps, the better trade for runs of a few steps (tests, quick notebooks).
     """
 
     train_steps: int = 5000
@@ -61,6 +63,7 @@ class DemoConfig:
     monitor_graphs: int = 200
     eval_every_steps: int = 500
     factorised: bool = True
+    quick_compile: bool = False
     seed: int = 0
 
 
@@ -147,12 +150,21 @@ def classification_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax
     return sum(per_step) / len(per_step)
 
 
-def init_params(model: EncodeProcessDecode, example: GraphsTuple, seed: int):
+_QUICK_COMPILE = {"xla_backend_optimization_level": 0}
+
+
+def compiler_options(config: DemoConfig) -> dict | None:
+    """XLA options for `jax.jit`: backend optimisation off when `config.quick_compile`."""
+    return _QUICK_COMPILE if config.quick_compile else None
+
+
+def init_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig):
     """Parameters for `model` from one small example graph (they do not depend on its size).
 
     Jitted: one compile instead of one per initialiser op.
     """
-    return jax.jit(model.init, static_argnums=2)(jax.random.PRNGKey(seed), example, 1)
+    init = jax.jit(model.init, static_argnums=2, compiler_options=compiler_options(config))
+    return init(jax.random.PRNGKey(config.seed), example, 1)
 
 
 def make_train_step(
@@ -160,13 +172,17 @@ def make_train_step(
     optimizer: optax.GradientTransformation,
     loss_fn: Callable[[list[GraphsTuple], GraphsTuple], jax.Array],
     num_processing_steps: int,
+    options: dict | None = None,
 ):
-    """A jitted `(params, opt_state, (inputs, targets)) -> (params, opt_state, {"loss"})`."""
+    """A jitted `(params, opt_state, (inputs, targets)) -> (params, opt_state, {"loss"})`.
+
+    `options` are XLA compiler options (see `compiler_options`).
+    """
 
     def loss_of(params, inputs, targets):
         return loss_fn(model.apply(params, inputs, num_processing_steps), targets)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=options)
     def train_step(params, opt_state, batch):
         inputs, targets = batch
         loss, grads = jax.value_and_grad(loss_of)(params, inputs, targets)
@@ -176,18 +192,24 @@ def make_train_step(
     return train_step
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
 def _last_step(model: EncodeProcessDecode, num_processing_steps: int, params, inputs):
     return model.apply(params, inputs, num_processing_steps)[-1]
 
 
-def make_predict(model: EncodeProcessDecode, num_processing_steps: int):
-    """A jitted `(params, padded inputs) -> last-step output graph`.
+_PREDICT = {
+    False: jax.jit(_last_step, static_argnums=(0, 1)),
+    True: jax.jit(_last_step, static_argnums=(0, 1), compiler_options=_QUICK_COMPILE),
+}
+
+
+def make_predict(model: EncodeProcessDecode, config: DemoConfig):
+    """A jitted `(params, padded inputs) -> output graph` at `config.eval_processing_steps`.
 
     Compiled once per model, step count and input shape for the whole process (the model is a
     static argument), so periodic evaluations do not recompile.
     """
-    return functools.partial(_last_step, model, num_processing_steps)
+    predict = _PREDICT[config.quick_compile]
+    return functools.partial(predict, model, config.eval_processing_steps)
 
 
 def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[GraphsTuple]:
@@ -242,14 +264,16 @@ def run_training(
 ):
     """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the params."""
     optimizer = optax.adam(config.learning_rate)
-    params = init_params(model, example, config.seed)
+    params = init_params(model, example, config)
     state = training.TrainState(params=params, opt_state=optimizer.init(params))
     state = training.resume_or(state, out_dir / "checkpoints")
     if state.step:
         print(f"resuming {out_dir} at step {int(state.step)}", flush=True)
     state = training.fit(
         state,
-        make_train_step(model, optimizer, loss_fn, config.num_processing_steps),
+        make_train_step(
+            model, optimizer, loss_fn, config.num_processing_steps, compiler_options(config)
+        ),
         make_batch,
         config.train_steps,
         examples_per_step=config.batch_size,
@@ -268,7 +292,7 @@ def load_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoCo
     path = training.latest_checkpoint(Path(out_dir) / "checkpoints")
     if path is None:
         raise SystemExit(f"no checkpoint in {out_dir}/checkpoints; run `train` first")
-    params = jax.eval_shape(lambda: init_params(model, example, config.seed))
+    params = jax.eval_shape(lambda: init_params(model, example, config))
     opt_state = jax.eval_shape(optax.adam(1.0).init, params)
     template = training.TrainState(params=params, opt_state=opt_state)
     return training.load_checkpoint(path, template).params
@@ -403,7 +427,7 @@ def test_set(task: ClassificationTask, config: DemoConfig, sizes: tuple[int, int
 def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, inputs, targets):
     """`task.metrics` at the last processing step over all of `inputs`, and the node and edge
     logits (`[N, 2]`, `[E, 2]`, all graphs in order). Host driver."""
-    predict = make_predict(classification_model(config), config.eval_processing_steps)
+    predict = make_predict(classification_model(config), config)
     nodes, edges = predict_graphs(predict, params, inputs, config.eval_batch_size)
     target = batch_np(targets)
     return task.metrics(target._replace(nodes=nodes, edges=edges), target), nodes, edges

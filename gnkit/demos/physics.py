@@ -57,6 +57,7 @@ CONFIGS = {
         eval_graphs=4,
         eval_batch_size=4,
         monitor_graphs=4,  # every evaluation has the same padded shape: one predict compile
+        quick_compile=True,
         eval_every_steps=20,
     ),
 }
@@ -83,14 +84,14 @@ def velocity_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax.Array
 
 def one_step_mse(config: common.DemoConfig, params, inputs, targets) -> float:
     """The task's `velocity_mse` of the model's next-velocity prediction on `inputs`."""
-    predict = common.make_predict(model_for(config), config.eval_processing_steps)
+    predict = common.make_predict(model_for(config), config)
     nodes, _ = common.predict_graphs(predict, params, inputs, config.eval_batch_size)
     return mass_spring.metrics(nodes, batch_np(targets))["velocity_mse"]
 
 
 def model_step(config: common.DemoConfig, params):
     """`graph -> next velocities [N, 2]` for `mass_spring.rollout` (one compile per shape)."""
-    predict = common.make_predict(model_for(config), config.eval_processing_steps)
+    predict = common.make_predict(model_for(config), config)
 
     def step(graph: GraphsTuple) -> np.ndarray:
         n_node = len(graph.nodes)

@@ -35,6 +35,7 @@ CONFIGS = {
         eval_batch_size=8,
         monitor_graphs=8,
         eval_every_steps=20,
+        quick_compile=True,
     ),
 }
 
