@@ -113,7 +113,7 @@ def broadcast_globals_to_edges(graph: GraphsTuple) -> ArrayTree:
     if not _has_leaves(graph.globals):
         return graph.globals
     graph_index = edge_graph_index(graph)
-    return tree_map(lambda g: g[graph_index], graph.globals)
+    return tree_map(lambda g: jnp.asarray(g)[graph_index], graph.globals)
 
 
 def broadcast_globals_to_nodes(graph: GraphsTuple) -> ArrayTree:
@@ -121,7 +121,7 @@ def broadcast_globals_to_nodes(graph: GraphsTuple) -> ArrayTree:
     if not _has_leaves(graph.globals):
         return graph.globals
     graph_index = node_graph_index(graph)
-    return tree_map(lambda g: g[graph_index], graph.globals)
+    return tree_map(lambda g: jnp.asarray(g)[graph_index], graph.globals)
 
 
 def aggregate_received_edges(

@@ -574,3 +574,21 @@ def test_switching_every_input_off_is_an_error():
 def test_bad_head_shape_is_reported():
     with pytest.raises(ValueError, match="query_fn returned shape"):
         attention.graph_attention(dense(3), dense(4), dense(4), num_heads=2)(make_graph())
+
+
+def test_numpy_graph_closed_over_inside_jit():
+    graph = GraphsTuple(
+        nodes=np.ones((3, 2), np.float32),
+        edges=np.ones((2, 1), np.float32),
+        senders=np.array([0, 1]),
+        receivers=np.array([1, 2]),
+        globals=np.ones((1, 2), np.float32),
+        n_node=np.array([3]),
+        n_edge=np.array([2]),
+    )
+    network = blocks.graph_network(
+        edge_fn=lambda edges, sender_nodes, receiver_nodes, globals: edges + globals[:, :1],
+        node_fn=lambda nodes, received_edges, globals: nodes + received_edges + globals,
+    )
+    # node 0 receives nothing: 1 + 0 + 1; nodes 1 and 2 receive one edge of 1 + 1.
+    np.testing.assert_allclose(jax.jit(lambda: network(graph).nodes)(), [[2, 2], [4, 4], [4, 4]])

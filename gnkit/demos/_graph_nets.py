@@ -292,7 +292,7 @@ def load_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoCo
     path = training.latest_checkpoint(Path(out_dir) / "checkpoints")
     if path is None:
         raise SystemExit(f"no checkpoint in {out_dir}/checkpoints; run `train` first")
-    params = jax.eval_shape(lambda: init_params(model, example, config))
+    params = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(config.seed), example, 1))
     opt_state = jax.eval_shape(optax.adam(1.0).init, params)
     template = training.TrainState(params=params, opt_state=opt_state)
     return training.load_checkpoint(path, template).params
