@@ -1,5 +1,23 @@
 """Flax linen modules built on gnkit's functional blocks."""
 
+from gnkit.aggregators import LCMAggregation
+from gnkit.nn.encode_process_decode import EncodeProcessDecode
+from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
+from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
 from gnkit.nn.mlp import MLP
+from gnkit.nn.rrn import RecurrentRelationalNetwork
 
-__all__ = ["MLP"]
+__all__ = [
+    "EncodeProcessDecode",
+    "FactorisedDense",
+    "GAT",
+    "GATv2",
+    "GCN",
+    "GIN",
+    "GraphIndependent",
+    "GraphNetwork",
+    "GraphSAGE",
+    "LCMAggregation",
+    "MLP",
+    "RecurrentRelationalNetwork",
+]
