@@ -44,8 +44,10 @@ class DemoConfig:
     `train_sizes` is the `(min, max)` graph size (nodes, list elements or masses) of training
     graphs; `test_sizes` the size ranges reported at the end, `eval_graphs` graphs each.
     `eval_every_steps` evaluates on `monitor_graphs` graphs of training size during training.
-    `quick_compile` turns XLA's backend optimisation off: about half the compile time and slower
-    steps, the better trade for runs of a few steps (tests, quick notebooks).
+    Training batches are padded up a `BucketPolicy` ladder of ratio `bucket_growth` (larger:
+    fewer shapes to compile, more padding). `quick_compile` turns XLA's backend optimisation off:
+    about half the compile time and slower steps, the better trade for runs of a few steps
+    (tests, quick notebooks).
     """
 
     train_steps: int = 5000
@@ -63,6 +65,7 @@ class DemoConfig:
     monitor_graphs: int = 200
     eval_every_steps: int = 500
     factorised: bool = True
+    bucket_growth: float = 1.2
     quick_compile: bool = False
     seed: int = 0
 
@@ -104,14 +107,16 @@ def make_model(
     )
 
 
-def bucket_policy(batch_size: int, min_nodes: int, min_edges: int) -> BucketPolicy:
+def bucket_policy(
+    batch_size: int, min_nodes: int, min_edges: int, growth: float = 1.2
+) -> BucketPolicy:
     """Buckets for batches of `batch_size` graphs, from `min_nodes` and `min_edges` per graph.
 
     The three budgets climb one ladder together, so `min_edges / min_nodes` should be about the
     data's edges per node.
     """
     return BucketPolicy(
-        growth=1.2,
+        growth=growth,
         min_nodes=batch_size * min_nodes,
         min_edges=max(batch_size * min_edges, 1),
         min_graphs=batch_size + 1,
@@ -212,23 +217,28 @@ def make_predict(model: EncodeProcessDecode, config: DemoConfig):
     return functools.partial(predict, model, config.eval_processing_steps)
 
 
-def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[GraphsTuple]:
-    """Batches of `batch_size` graphs, all padded to the largest batch's size (one shape). Host."""
+def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[tuple[GraphsTuple, int, int]]:
+    """Batches of `batch_size` graphs, all padded to one shape (the largest batch's, + 1 node).
+
+    Returns `(padded batch, real nodes, real edges)` per batch. Host.
+    """
     batches = [batch_np(graphs[i : i + batch_size]) for i in range(0, len(graphs), batch_size)]
-    n_node = max(int(np.sum(b.n_node)) for b in batches) + 1
-    n_edge = max(int(np.sum(b.n_edge)) for b in batches)
-    return [pad_with_graphs(b, n_node, n_edge, batch_size + 1) for b in batches]
+    sizes = [(int(np.sum(b.n_node)), int(np.sum(b.n_edge))) for b in batches]
+    n_node = max(nodes for nodes, _ in sizes) + 1
+    n_edge = max(edges for _, edges in sizes)
+    return [
+        (pad_with_graphs(b, n_node, n_edge, batch_size + 1), *size)
+        for b, size in zip(batches, sizes, strict=True)
+    ]
 
 
 def predict_graphs(
     predict, params, inputs: list[GraphsTuple], batch_size: int
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Last-step node and edge outputs for `inputs`, concatenated in order (padding dropped)."""
+    """`predict`'s node and edge outputs for `inputs`, concatenated in order (padding dropped)."""
     nodes, edges = [], []
-    for padded in pad_all_to(inputs, batch_size):
+    for padded, real_nodes, real_edges in pad_all_to(inputs, batch_size):
         output = jax.device_get(predict(params, padded))
-        real_nodes = int(np.sum(padded.n_node[:-1]))
-        real_edges = int(np.sum(padded.n_edge[:-1]))
         if output.nodes is not None:
             nodes.append(np.asarray(output.nodes)[:real_nodes])
         if output.edges is not None:
@@ -316,6 +326,15 @@ def saved_config(out_dir: str | Path) -> DemoConfig:
     return config_from_json(path.read_text())
 
 
+def earlier_training(out_dir: str | Path) -> dict[str, Any]:
+    """`train_time` of an earlier `results.json` in `out_dir` (kept when re-evaluating)."""
+    path = Path(out_dir) / "results.json"
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    return {"train_time": earlier["train_time"]} if "train_time" in earlier else {}
+
+
 def write_results(out_dir: Path, results: dict[str, Any]) -> None:
     """Write `results.json` in `out_dir` and print it."""
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
@@ -401,8 +420,9 @@ class ClassificationTask:
     `generate(rng, n_graphs, min_size, max_size) -> (inputs, targets)`; `metrics` is the task's
     metrics function (it must report `solved`); `example()` a small input graph for
     initialisation; `typical_edges(size)` about how many edges a graph of `size` nodes has (it
-    sets the bucket ladder's edges-to-nodes ratio); `plot_example(inputs, targets, node_logits,
-    edge_logits, path)` draws one test graph and the model's last-step outputs for it.
+    sets the bucket ladder's edges-to-nodes ratio); `plot_example(axes, inputs, targets,
+    node_logits, edge_logits, label)` draws one graph's target and the model's outputs for it
+    into two matplotlib axes.
     """
 
     name: str
@@ -410,7 +430,7 @@ class ClassificationTask:
     metrics: Callable[..., dict[str, float]]
     example: Callable[[], GraphsTuple]
     typical_edges: Callable[[int], int]
-    plot_example: Callable[[GraphsTuple, GraphsTuple, np.ndarray, np.ndarray, Path], None]
+    plot_example: Callable[..., None]
 
 
 def classification_model(config: DemoConfig) -> EncodeProcessDecode:
@@ -438,18 +458,26 @@ def report_classification(
 ) -> dict:
     """Evaluate on every `test_sizes` set, plot, and write `results.json`.
 
-    `example.png` shows the first graph of the last (largest) test set.
+    `example.png` shows the first graph of each test set, one row each.
     """
     watch = Stopwatch()
     results = {"demo": task.name, **extra, "test": {}}
+    examples = []
     for index, (low, high) in enumerate(config.test_sizes):
         inputs, targets = test_set(task, config, (low, high), index)
         metrics, nodes, edges = evaluate_classification(task, config, params, inputs, targets)
         results["test"][f"{low}-{high}"] = metrics
+        n_node, n_edge = len(inputs[0].nodes), len(inputs[0].senders)
+        examples.append((inputs[0], targets[0], nodes[:n_node], edges[:n_edge], f"{low}-{high}"))
     results["eval_time"] = watch.read()
-    first, first_target = inputs[0], targets[0]
-    n_node, n_edge = len(first.nodes), len(first.senders)
-    task.plot_example(first, first_target, nodes[:n_node], edges[:n_edge], out_dir / "example.png")
+    plt = pyplot()
+    figure, axes = plt.subplots(
+        len(examples), 2, figsize=(9, 4.4 * len(examples)), squeeze=False, constrained_layout=True
+    )
+    for row, example in zip(axes, examples, strict=True):
+        task.plot_example(row, *example)
+    figure.savefig(out_dir / "example.png", dpi=100)
+    plt.close(figure)
     plot_training(out_dir, "solved", f"solved ({config.monitor_graphs} graphs of training size)")
     write_results(out_dir, results)
     return results
@@ -462,7 +490,7 @@ def train_classification(
     out_dir = prepare_out_dir(out_dir, config)
     watch = Stopwatch()
     low = config.train_sizes[0]
-    policy = bucket_policy(config.batch_size, low, task.typical_edges(low))
+    policy = bucket_policy(config.batch_size, low, task.typical_edges(low), config.bucket_growth)
     monitor_rng = np.random.default_rng([config.seed, 2])
     monitor = task.generate(monitor_rng, config.monitor_graphs, *config.train_sizes)
 
@@ -493,5 +521,5 @@ def classification_main(
         return 0
     config = saved_config(args.out)
     params = load_params(classification_model(config), task.example(), config, args.out)
-    report_classification(task, config, params, Path(args.out), {})
+    report_classification(task, config, params, Path(args.out), earlier_training(args.out))
     return 0

@@ -35,7 +35,7 @@ ROLLOUT_SPACING = 0.5
 
 CONFIGS = {
     "default": common.DemoConfig(
-        train_steps=3000,
+        train_steps=6000,
         batch_size=256,
         num_processing_steps=1,
         eval_processing_steps=1,
@@ -44,7 +44,7 @@ CONFIGS = {
         eval_graphs=100,
         eval_batch_size=100,
         monitor_graphs=200,
-        eval_every_steps=500,
+        eval_every_steps=1000,
     ),
     "tiny": common.DemoConfig(
         train_steps=40,
@@ -169,7 +169,7 @@ def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True)
     out_dir = common.prepare_out_dir(out_dir, config)
     watch = common.Stopwatch()
     low = config.train_sizes[0]
-    policy = common.bucket_policy(config.batch_size, low, 2 * low - 4)
+    policy = common.bucket_policy(config.batch_size, low, 2 * low - 4, config.bucket_growth)
     monitor_rng = np.random.default_rng([config.seed, 2])
     monitor = _generate(monitor_rng, config.monitor_graphs, *config.train_sizes)
 
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     config = common.saved_config(args.out)
     params = common.load_params(model_for(config), _example(), config, args.out)
-    report(config, params, Path(args.out), {})
+    report(config, params, Path(args.out), common.earlier_training(args.out))
     return 0
 
 

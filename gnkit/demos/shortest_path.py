@@ -40,16 +40,14 @@ CONFIGS = {
 }
 
 
-def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
+def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) -> None:
     """One graph drawn twice: the true path, and the predicted probabilities of being on it."""
     node_probability = np.exp(node_logits[:, 1]) / np.exp(node_logits).sum(-1)
     edge_probability = np.exp(edge_logits[:, 1]) / np.exp(edge_logits).sum(-1)
     positions = inputs.nodes[:, :2]
-    plt = common.pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(9, 4.4), constrained_layout=True)
     panels = (
-        ("target", targets.nodes[:, 1], targets.edges[:, 1]),
-        ("predicted (probability on path)", node_probability, edge_probability),
+        (f"target ({label} nodes)", targets.nodes[:, 1], targets.edges[:, 1]),
+        ("predicted probability of being on the path", node_probability, edge_probability),
     )
     for axis, (title, on_node, on_edge) in zip(axes, panels, strict=True):
         for sender, receiver, weight in zip(inputs.senders, inputs.receivers, on_edge, strict=True):
@@ -58,15 +56,11 @@ def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
             if weight > 0.05:
                 axis.plot(*segment.T, color="tab:red", lw=3 * weight, alpha=weight, zorder=2)
         axis.scatter(*positions.T, c=on_node, cmap="Reds", vmin=0, vmax=1, edgecolors="k", zorder=3)
-        for flag, marker, label in ((2, "s", "start"), (3, "*", "end")):
+        for flag, marker, name in ((2, "s", "start"), (3, "*", "end")):
             at = positions[inputs.nodes[:, flag] > 0]
-            axis.scatter(
-                *at.T, marker=marker, s=160, facecolors="none", edgecolors="b", label=label
-            )
+            axis.scatter(*at.T, marker=marker, s=160, facecolors="none", edgecolors="b", label=name)
         axis.set(title=title, xticks=[], yticks=[], aspect="equal")
     axes[0].legend(loc="lower left", fontsize=8)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 TASK = common.ClassificationTask(

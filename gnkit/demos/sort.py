@@ -40,8 +40,8 @@ CONFIGS = {
 }
 
 
-def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
-    """Predicted vs true "next element" edges of one list, elements in sorted order."""
+def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) -> None:
+    """True vs predicted "next element" edges of one list, elements in sorted order."""
     del node_logits
     n = len(inputs.nodes)
     order = np.argsort(inputs.nodes[:, 0])
@@ -49,14 +49,11 @@ def plot_example(inputs, targets, node_logits, edge_logits, path: Path) -> None:
     probability = np.exp(edge_logits[:, 1]) / np.exp(edge_logits).sum(-1)
     predicted[inputs.senders, inputs.receivers] = probability
     truth[targets.senders, targets.receivers] = targets.edges[:, 1]
-    plt = common.pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(8, 3.8), constrained_layout=True)
-    for axis, matrix, title in zip(axes, (truth, predicted), ("target", "predicted"), strict=True):
+    panels = ((truth, f"target, {n} elements ({label} set)"), (predicted, "predicted probability"))
+    for axis, (matrix, title) in zip(axes, panels, strict=True):
         image = axis.imshow(matrix[np.ix_(order, order)], vmin=0, vmax=1, cmap="viridis")
-        axis.set(title=f"{title}: next element", xlabel="receiver rank", ylabel="sender rank")
-    figure.colorbar(image, ax=axes, shrink=0.8)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+        axis.set(title=title, xlabel="receiver rank", ylabel="sender rank")
+    axes[1].figure.colorbar(image, ax=axes[1], shrink=0.8)
 
 
 TASK = common.ClassificationTask(

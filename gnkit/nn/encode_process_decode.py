@@ -31,7 +31,9 @@ class EncodeProcessDecode(nn.Module):
     Call with a graph with nodes `[N, F_v]`, edges `[E, F_e]`, globals `[G, F_u]`, senders and
     receivers, and a static `num_processing_steps`. Returns a list of `num_processing_steps`
     graphs (one per step) with nodes `[N, node_output_size]`, edges `[E, edge_output_size]`,
-    globals `[G, global_output_size]`. `indices_are_sorted` declares `graph.receivers` sorted.
+    globals `[G, global_output_size]`. The steps run under `jax.lax.scan` (`nn.scan`: one
+    compiled step for any number of steps); `scan=False` unrolls them in Python, with the same
+    parameters and results. `indices_are_sorted` declares `graph.receivers` sorted.
     """
 
     edge_output_size: int | None = None
