@@ -1,11 +1,16 @@
-"""The `gnkit` command: `gnkit sudoku ...` runs the Sudoku demo (see `gnkit sudoku --help`)."""
+"""The `gnkit` command: `gnkit DEMO ...` runs a demo (sudoku, sort, shortest-path, physics)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
-_DEMOS = {"sudoku": "gnkit.demos.sudoku"}
+_DEMOS = {
+    "sudoku": "gnkit.demos.sudoku",
+    "sort": "gnkit.demos.sort",
+    "shortest-path": "gnkit.demos.shortest_path",
+    "physics": "gnkit.demos.physics",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
