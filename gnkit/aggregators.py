@@ -256,7 +256,7 @@ def to_dense_segments(
         order, sorted_ids = None, segment_ids
     else:
         order = jnp.argsort(segment_ids, stable=True)
-        sorted_ids = segment_ids[order]
+        sorted_ids = jnp.asarray(segment_ids)[order]
     bounds = jnp.searchsorted(sorted_ids, jnp.arange(num_segments + 1, dtype=sorted_ids.dtype))
     starts, counts = bounds[:-1], jnp.diff(bounds)
     slots = jnp.arange(width)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gnkit.batching import batch_np, pad_with_graphs
+from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.demos import physics, shortest_path, sort
 from gnkit.tasks import mass_spring, sorting
@@ -33,7 +34,7 @@ def test_classification_loss_is_masked_cross_entropy_averaged_over_steps():
         - np.mean(np.sum(padded.edges[:n_edge] * log_softmax_np(o.edges[:n_edge]), -1))
         for o in outputs
     ]
-    loss = common.classification_loss(outputs, padded)
+    loss = labelling.classification_loss(outputs, padded)
     np.testing.assert_allclose(float(loss), np.mean(per_step), rtol=1e-5)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.tasks import shortest_path
 
@@ -63,7 +64,7 @@ def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) ->
     axes[0].legend(loc="lower left", fontsize=8)
 
 
-TASK = common.ClassificationTask(
+TASK = labelling.ClassificationTask(
     name="shortest_path",
     generate=shortest_path.generate_graphs,
     metrics=shortest_path.metrics,
@@ -75,13 +76,13 @@ TASK = common.ClassificationTask(
 
 def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True) -> dict:
     """Train `config` into `out_dir` (resuming), evaluate, plot; returns the results."""
-    return common.train_classification(TASK, config, out_dir, progress)
+    return labelling.train_classification(TASK, config, out_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`gnkit shortest-path train|eval ...`."""
     argv = sys.argv[1:] if argv is None else argv
-    return common.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
+    return labelling.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

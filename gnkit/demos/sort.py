@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.tasks import sorting
 
@@ -56,7 +57,7 @@ def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) ->
     axes[1].figure.colorbar(image, ax=axes[1], shrink=0.8)
 
 
-TASK = common.ClassificationTask(
+TASK = labelling.ClassificationTask(
     name="sort",
     generate=sorting.generate_graphs,
     metrics=sorting.metrics,
@@ -68,13 +69,13 @@ TASK = common.ClassificationTask(
 
 def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True) -> dict:
     """Train `config` into `out_dir` (resuming), evaluate, plot; returns the results."""
-    return common.train_classification(TASK, config, out_dir, progress)
+    return labelling.train_classification(TASK, config, out_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`gnkit sort train|eval ...`."""
     argv = sys.argv[1:] if argv is None else argv
-    return common.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
+    return labelling.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,167 @@
+"""The two labelling demos (sort, shortest path): node and edge classes, loss on every step.
+
+Host driver around `gnkit.demos._graph_nets`; the model, loss and train step are jitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+
+from gnkit.batching import batch_np, get_edge_padding_mask, get_node_padding_mask
+from gnkit.demos._graph_nets import (
+    DemoConfig,
+    Generate,
+    Stopwatch,
+    bucket_policy,
+    build_parser,
+    config_from_args,
+    earlier_training,
+    load_params,
+    make_model,
+    make_predict,
+    masked_mean,
+    plot_training,
+    predict_graphs,
+    prepare_out_dir,
+    pyplot,
+    random_batches,
+    run_training,
+    saved_config,
+    write_results,
+)
+from gnkit.graph import GraphsTuple
+from gnkit.nn.encode_process_decode import EncodeProcessDecode
+
+
+def classification_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax.Array:
+    """graph_nets' loss: node plus edge softmax cross-entropy, averaged over steps. Jittable.
+
+    `outputs` are the per-step logits (nodes `[N, C]`, edges `[E, C]`), `targets` the padded
+    one-hot targets; padding rows are masked out.
+    """
+    node_mask = get_node_padding_mask(targets)
+    edge_mask = get_edge_padding_mask(targets)
+    per_step = [
+        masked_mean(optax.softmax_cross_entropy(output.nodes, targets.nodes), node_mask)
+        + masked_mean(optax.softmax_cross_entropy(output.edges, targets.edges), edge_mask)
+        for output in outputs
+    ]
+    return sum(per_step) / len(per_step)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationTask:
+    """A node-and-edge labelling demo (sort, shortest path): what differs between them.
+
+    `generate(rng, n_graphs, min_size, max_size) -> (inputs, targets)`; `metrics` is the task's
+    metrics function (it must report `solved`); `example()` a small input graph for
+    initialisation; `typical_edges(size)` about how many edges a graph of `size` nodes has (it
+    sets the bucket ladder's edges-to-nodes ratio); `plot_example(axes, inputs, targets,
+    node_logits, edge_logits, label)` draws one graph's target and the model's outputs for it
+    into two matplotlib axes.
+    """
+
+    name: str
+    generate: Generate
+    metrics: Callable[..., dict[str, float]]
+    example: Callable[[], GraphsTuple]
+    typical_edges: Callable[[int], int]
+    plot_example: Callable[..., None]
+
+
+def classification_model(config: DemoConfig) -> EncodeProcessDecode:
+    """Two classes per node and per edge."""
+    return make_model(config, edge_output_size=2, node_output_size=2)
+
+
+def held_out_set(task: ClassificationTask, config: DemoConfig, sizes: tuple[int, int], index: int):
+    """The fixed `(inputs, targets)` test set number `index` of `eval_graphs` graphs."""
+    rng = np.random.default_rng([config.seed, 1, index])
+    return task.generate(rng, config.eval_graphs, *sizes)
+
+
+def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, inputs, targets):
+    """`task.metrics` at the last processing step over all of `inputs`, and the node and edge
+    logits (`[N, 2]`, `[E, 2]`, all graphs in order). Host driver."""
+    predict = make_predict(classification_model(config), config)
+    nodes, edges = predict_graphs(predict, params, inputs, config.eval_batch_size)
+    target = batch_np(targets)
+    return task.metrics(target._replace(nodes=nodes, edges=edges), target), nodes, edges
+
+
+def report_classification(
+    task: ClassificationTask, config: DemoConfig, params, out_dir: Path, extra: dict
+) -> dict:
+    """Evaluate on every `test_sizes` set, plot, and write `results.json`.
+
+    `example.png` shows the first graph of each test set, one row each.
+    """
+    watch = Stopwatch()
+    results = {"demo": task.name, **extra, "test": {}}
+    examples = []
+    for index, (low, high) in enumerate(config.test_sizes):
+        inputs, targets = held_out_set(task, config, (low, high), index)
+        metrics, nodes, edges = evaluate_classification(task, config, params, inputs, targets)
+        results["test"][f"{low}-{high}"] = metrics
+        n_node, n_edge = len(inputs[0].nodes), len(inputs[0].senders)
+        examples.append((inputs[0], targets[0], nodes[:n_node], edges[:n_edge], f"{low}-{high}"))
+    results["eval_time"] = watch.read()
+    plt = pyplot()
+    figure, axes = plt.subplots(
+        len(examples), 2, figsize=(9, 4.4 * len(examples)), squeeze=False, constrained_layout=True
+    )
+    for row, example in zip(axes, examples, strict=True):
+        task.plot_example(row, *example)
+    figure.savefig(out_dir / "example.png", dpi=100)
+    plt.close(figure)
+    plot_training(out_dir, "solved", f"solved ({config.monitor_graphs} graphs of training size)")
+    write_results(out_dir, results)
+    return results
+
+
+def train_classification(
+    task: ClassificationTask, config: DemoConfig, out_dir: str | Path, progress: bool = True
+) -> dict:
+    """Train `config` into `out_dir` (resuming), then report. Returns the results."""
+    out_dir = prepare_out_dir(out_dir, config)
+    watch = Stopwatch()
+    low = config.train_sizes[0]
+    policy = bucket_policy(config.batch_size, low, task.typical_edges(low), config.bucket_growth)
+    monitor_rng = np.random.default_rng([config.seed, 2])
+    monitor = task.generate(monitor_rng, config.monitor_graphs, *config.train_sizes)
+
+    def monitor_eval(params):
+        metrics, _, _ = evaluate_classification(task, config, params, *monitor)
+        return {"score": metrics["solved"], **metrics}
+
+    params = run_training(
+        config,
+        classification_model(config),
+        task.example(),
+        classification_loss,
+        random_batches(config, task.generate, policy),
+        monitor_eval,
+        out_dir,
+        progress,
+    )
+    return report_classification(task, config, params, out_dir, {"train_time": watch.read()})
+
+
+def classification_main(
+    task: ClassificationTask, configs: dict[str, DemoConfig], description: str, argv
+) -> int:
+    """`train` / `eval` commands of a classification demo."""
+    args = build_parser(task.name, description, configs).parse_args(argv)
+    if args.command == "train":
+        train_classification(task, config_from_args(args, configs), args.out, not args.no_progress)
+        return 0
+    config = saved_config(args.out)
+    params = load_params(classification_model(config), task.example(), config, args.out)
+    report_classification(task, config, params, Path(args.out), earlier_training(args.out))
+    return 0
