@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnkit.graph import GraphsTuple
+from gnkit.tasks._labelling import labelling_metrics, one_hot
 
 THETA = 20.0
 
@@ -132,7 +133,7 @@ def generate_graph(
         **structure,
     )
     targets = GraphsTuple(
-        nodes=_one_hot(on_path), edges=_one_hot(edge_on_path), globals=None, **structure
+        nodes=one_hot(on_path), edges=one_hot(edge_on_path), globals=None, **structure
     )
     return inputs, targets
 
@@ -166,24 +167,5 @@ def metrics(
     when all its node and edge labels are right. `graph_mask` (bool `[G]`, optional) keeps only
     the real graphs of a padded batch.
     """
-    n_graph = len(targets.n_node)
-    keep = np.ones(n_graph, bool) if graph_mask is None else np.asarray(graph_mask, bool)
-    node_graph = np.repeat(np.arange(n_graph), np.asarray(targets.n_node))
-    edge_graph = np.repeat(np.arange(n_graph), np.asarray(targets.n_edge))
-    node_right = _labels(outputs.nodes) == _labels(targets.nodes)
-    edge_right = _labels(outputs.edges) == _labels(targets.edges)
-    node_wrong = np.bincount(node_graph, weights=~node_right, minlength=n_graph)
-    edge_wrong = np.bincount(edge_graph, weights=~edge_right, minlength=n_graph)
-    return {
-        "node_accuracy": float(np.mean(node_right[keep[node_graph]])),
-        "edge_accuracy": float(np.mean(edge_right[keep[edge_graph]])),
-        "solved": float(np.mean(((node_wrong == 0) & (edge_wrong == 0))[keep])),
-    }
+    return labelling_metrics(outputs, targets, graph_mask, solved_needs_nodes=True)
 
-
-def _one_hot(labels: np.ndarray) -> np.ndarray:
-    return np.eye(2, dtype=np.float32)[labels.astype(np.int64)]
-
-
-def _labels(scores) -> np.ndarray:
-    return np.argmax(np.asarray(scores), axis=-1)

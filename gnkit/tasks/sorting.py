@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnkit.graph import GraphsTuple
+from gnkit.tasks._labelling import labelling_metrics, one_hot
 
 
 def sort_graph(values: np.ndarray) -> tuple[GraphsTuple, GraphsTuple]:
@@ -45,8 +46,8 @@ def sort_graph(values: np.ndarray) -> tuple[GraphsTuple, GraphsTuple]:
         **structure,
     )
     targets = GraphsTuple(
-        nodes=_one_hot(is_minimum),
-        edges=_one_hot(next_element[senders, receivers]),
+        nodes=one_hot(is_minimum),
+        edges=one_hot(next_element[senders, receivers]),
         globals=None,
         **structure,
     )
@@ -80,23 +81,5 @@ def metrics(
     are right (they spell out the whole order). `graph_mask` (bool `[G]`, optional) keeps only
     the real graphs of a padded batch.
     """
-    n_graph = len(targets.n_node)
-    keep = np.ones(n_graph, bool) if graph_mask is None else np.asarray(graph_mask, bool)
-    node_graph = np.repeat(np.arange(n_graph), np.asarray(targets.n_node))
-    edge_graph = np.repeat(np.arange(n_graph), np.asarray(targets.n_edge))
-    node_right = _labels(outputs.nodes) == _labels(targets.nodes)
-    edge_right = _labels(outputs.edges) == _labels(targets.edges)
-    edge_wrong = np.bincount(edge_graph, weights=~edge_right, minlength=n_graph)
-    return {
-        "node_accuracy": float(np.mean(node_right[keep[node_graph]])),
-        "edge_accuracy": float(np.mean(edge_right[keep[edge_graph]])),
-        "solved": float(np.mean((edge_wrong == 0)[keep])),
-    }
+    return labelling_metrics(outputs, targets, graph_mask, solved_needs_nodes=False)
 
-
-def _one_hot(labels: np.ndarray) -> np.ndarray:
-    return np.eye(2, dtype=np.float32)[labels.astype(np.int64)]
-
-
-def _labels(scores) -> np.ndarray:
-    return np.argmax(np.asarray(scores), axis=-1)
