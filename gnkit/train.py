@@ -13,7 +13,10 @@ msgpack file is all a single-host demo needs.)
 
 Metrics go to a JSON-lines file, one record per evaluation and per log interval, each with the
 step, puzzles (examples) seen, process CPU-minutes and wall-minutes accumulated over all resumes.
-Host-side loop; the step function is whatever the caller jits.
+Host-side loop; the step function is whatever the caller jits. With `mode='pmap'` or `'mesh'`
+(see `gnkit.parallel`) `fit` keeps the parameters and optimiser state replicated on the devices
+during training and hands host copies to evaluation and checkpoints, so the same checkpoint
+resumes in any mode.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ import flax.serialization
 import flax.struct
 import jax
 import numpy as np
+from jax.sharding import Mesh
+
+from gnkit import parallel
+from gnkit.parallel.placement import check_mode
+from gnkit.progress import ProgressBar
 
 _CHECKPOINT_PREFIX = "checkpoint_"
 
@@ -109,6 +117,8 @@ def fit(
     metrics_path: str | Path | None = None,
     log_every_steps: int = 50,
     progress: bool = True,
+    mode: str = "single",
+    mesh: Mesh | None = None,
 ) -> TrainState:
     """Train from `state.step` up to `num_steps`; return the final state. Host loop.
 
@@ -118,11 +128,23 @@ def fit(
     `eval_every_steps` steps (and at the end); if it returns `"score"`, the best-scoring state is
     saved as `best.msgpack`. With `checkpoint_dir`, the state is saved every `checkpoint_every_s`
     seconds, at each evaluation, at the end, and when the run is interrupted (Ctrl-C, SIGTERM).
+
+    `mode` ('single', 'pmap' or 'mesh') and `mesh` say where the parameters live: `fit` places
+    `state.params` and `state.opt_state` with `gnkit.parallel.replicate` before the first step,
+    and `evaluate` and the checkpoints get one host copy (`unreplicate`). `train_step` is then
+    `gnkit.parallel.make_train_step(..., mode, mesh=mesh)` and `make_batch` lays out its batch
+    for that mode (e.g. with `gnkit.parallel.shard_batch`).
     """
+    check_mode(mode)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     metrics_file = open(metrics_path, "a") if metrics_path is not None else None
     cpu_start, wall_start = time.process_time(), time.time()
     base_cpu, base_wall = state.cpu_seconds, state.wall_seconds
+
+    def snapshot(current: TrainState, params, opt_state, step: int) -> TrainState:
+        if mode != "single":
+            params, opt_state = jax.device_get(parallel.unreplicate((params, opt_state), mode))
+        return clocked(current.replace(params=params, opt_state=opt_state, step=step))
 
     def clocked(current: TrainState) -> TrainState:
         return current.replace(
@@ -155,7 +177,7 @@ def fit(
             current = current.replace(best_score=float(score))
             if checkpoint_dir is not None:
                 save_checkpoint(checkpoint_dir, current, "best.msgpack")
-        _write(progress, f"eval at step {int(current.step)}: {_summary(results)}")
+        _write(bar, f"eval at step {int(current.step)}: {_summary(results)}")
         return current
 
     def save(current: TrainState) -> None:
@@ -167,10 +189,12 @@ def fit(
         raise _Stop()
 
     previous_handler = signal.signal(signal.SIGTERM, on_sigterm)
-    bar = _progress_bar(progress, state.step, num_steps)
+    bar = None
+    if progress:
+        bar = ProgressBar(num_steps, initial=int(state.step), description="training")
     last_save = last_eval = time.time()
     window: dict[str, list[float]] = {}
-    params, opt_state = state.params, state.opt_state
+    params, opt_state = parallel.replicate((state.params, state.opt_state), mode, mesh)
     step = int(state.step)
     try:
         while step < num_steps:
@@ -183,26 +207,26 @@ def fit(
             if step % log_every_steps == 0 or step == num_steps:
                 means = {key: float(np.mean(jax.device_get(v))) for key, v in window.items()}
                 window = {}
-                state = clocked(state.replace(params=params, opt_state=opt_state, step=step))
+                state = snapshot(state, params, opt_state, step)
                 record("train", state, means)
                 if bar is not None:
-                    bar.set_postfix({key: f"{value:.4g}" for key, value in means.items()})
+                    bar.set_status(means)
             now = time.time()
             due_eval = evaluate is not None and (
                 (eval_every_s is not None and now - last_eval >= eval_every_s)
                 or (eval_every_steps is not None and step % eval_every_steps == 0)
             )
             if due_eval or now - last_save >= checkpoint_every_s or step == num_steps:
-                state = clocked(state.replace(params=params, opt_state=opt_state, step=step))
+                state = snapshot(state, params, opt_state, step)
                 if due_eval or (step == num_steps and evaluate is not None):
                     state = run_evaluation(state)
                     last_eval = time.time()
                 save(state)
                 last_save = time.time()
     except (KeyboardInterrupt, _Stop):
-        state = clocked(state.replace(params=params, opt_state=opt_state, step=step))
+        state = snapshot(state, params, opt_state, step)
         save(state)
-        _write(progress, f"interrupted at step {step}; saved, rerun the same command to resume")
+        _write(bar, f"interrupted at step {step}; saved, rerun the same command to resume")
         raise KeyboardInterrupt from None
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
@@ -241,18 +265,8 @@ def _summary(results: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={float(value):.4g}" for key, value in scalars.items())
 
 
-def _progress_bar(enabled: bool, initial: int, total: int):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True, mininterval=2.0)
-
-
-def _write(enabled: bool, message: str) -> None:
-    if enabled:
-        from tqdm.auto import tqdm
-
-        tqdm.write(message)
+def _write(bar: ProgressBar | None, message: str) -> None:
+    if bar is not None:
+        bar.write(message)
     else:
         print(message, flush=True)

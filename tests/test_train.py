@@ -1,6 +1,9 @@
 """Tests for gnkit.train (loop, checkpoints, exact resume) and the Sudoku demo's commands."""
 
 import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -215,3 +218,40 @@ def test_learning_curves_subtract_evaluation_time(tmp_path):
     assert [row["train_cpu_minutes"] for row in curves["cpu"]] == [2.5, 5.0]
     demo.plot_curves(curves, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_sudoku_trains_with_pmap_and_mesh_like_one_device(tmp_path):
+    """`train --parallel pmap|mesh` on 8 forced CPU devices (a fresh interpreter): same
+    checkpoint after 3 updates as `--parallel single` (the batch of 8 split one per device)."""
+    script = (
+        "import sys\n"
+        "from gnkit.demos import sudoku as demo\n"
+        "for mode in ('single', 'pmap', 'mesh'):\n"
+        "    code = demo.main(['train', '--config', 'tiny', '--run-dir', f'{sys.argv[1]}/{mode}',\n"
+        "        '--updates', '3', '--valid-per-level', '1', '--valid-givens', '30',\n"
+        "        '--parallel', mode, '--no-progress'])\n"
+        "    assert code == 0, mode\n"
+    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "pmap on 8 device(s)" in done.stdout and "mesh on 8 device(s)" in done.stdout
+    states = {
+        mode: training.load_checkpoint(
+            training.latest_checkpoint(tmp_path / mode / "checkpoints"), demo.init_state(CONFIG)
+        )
+        for mode in ("single", "pmap", "mesh")
+    }
+    assert {int(state.step) for state in states.values()} == {3}
+    start = jax.tree.leaves(demo.init_state(CONFIG).params)
+    single = jax.tree.leaves(states["single"].params)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(single, start, strict=True)) > 1e-3
+    for mode in ("pmap", "mesh"):
+        for got, want in zip(jax.tree.leaves(states[mode].params), single, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)

@@ -1,0 +1,100 @@
+"""Progress bars for long host loops (training, evaluation), drawn with rich (a flax dependency).
+
+`ProgressBar` is a context manager around one `rich.progress.Progress` task: a bar, a count, the
+rate, elapsed and remaining time, and a free-text status (the latest metrics). `write` prints a
+line above the bar without breaking it. On a terminal the bar redraws in place; in a log file or
+CI it is printed once at the end. Host-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+T = TypeVar("T")
+
+
+class ProgressBar:
+    """One progress bar: `update(n)`, `set_status(metrics)`, `write(line)`, `close()`.
+
+    `total` is the number of units (steps, batches); `initial` of them are already done (a
+    resumed run), so the rate and remaining time count only this session's work. A `transient`
+    bar is erased when closed.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        initial: int = 0,
+        description: str = "",
+        unit: str = "step",
+        transient: bool = False,
+    ):
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=Console(stderr=True),
+            refresh_per_second=2,
+            transient=transient,
+        )
+        self._unit = unit
+        self._task = self._progress.add_task(
+            description, total=total, completed=initial, rate="", status=""
+        )
+        self._initial = initial
+        self._progress.start()
+
+    def update(self, advance: int = 1) -> None:
+        self._progress.advance(self._task, advance)
+        task = self._progress.tasks[self._task]
+        elapsed = task.elapsed or 0.0
+        done = task.completed - self._initial
+        if elapsed > 0 and done > 0:
+            rate = done / elapsed
+            text = f"{rate:.3g} {self._unit}/s" if rate >= 1 else f"{1 / rate:.3g} s/{self._unit}"
+            self._progress.update(self._task, rate=text)
+
+    def set_status(self, values: Mapping[str, Any]) -> None:
+        """Show `values` (e.g. the latest loss) after the bar, `key=value` with 4 digits."""
+        text = " ".join(f"{key}={float(value):.4g}" for key, value in values.items())
+        self._progress.update(self._task, status=text)
+
+    def write(self, line: str) -> None:
+        """Print `line` above the bar."""
+        self._progress.console.print(line, markup=False, highlight=False)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def track(items: Iterable[T], total: int, description: str, unit: str = "batch") -> Iterator[T]:
+    """Iterate over `items` with a progress bar of `total` units that vanishes when done."""
+    with ProgressBar(total, description=description, unit=unit, transient=True) as bar:
+        for item in items:
+            yield item
+            bar.update()
