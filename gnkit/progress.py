@@ -16,7 +16,6 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -44,9 +43,8 @@ class ProgressBar:
     ):
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=24),
             MofNCompleteColumn(),
-            TaskProgressColumn(),
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
             TextColumn("eta"),
@@ -80,7 +78,7 @@ class ProgressBar:
 
     def write(self, line: str) -> None:
         """Print `line` above the bar."""
-        self._progress.console.print(line, markup=False, highlight=False)
+        self._progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         self._progress.stop()
