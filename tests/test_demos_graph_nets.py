@@ -1,7 +1,11 @@
 """graph_nets' three demos: masked losses, bucketed batches, tiny CLI runs; full runs are slow."""
 
 import json
+import os
+import subprocess
+import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -92,6 +96,39 @@ def test_sort_cli_tiny_run_learns_and_evaluates_from_its_checkpoint(tmp_path):
     assert (out / "training.png").stat().st_size > 0 and (out / "example.png").stat().st_size > 0
     assert sort.main(["eval", "--out", str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["test"] == trained["test"]
+
+
+@pytest.mark.slow
+def test_sort_trains_with_pmap_and_mesh_like_one_device(tmp_path):
+    """`sort train --parallel pmap|mesh` on 8 forced CPU devices (a fresh interpreter). Every
+    tiny-config list has 5 elements, so the devices' equal-weight mean is the batch mean and 4
+    steps end at the single-device parameters."""
+    script = (
+        "import sys\n"
+        "from gnkit.demos import sort\n"
+        "for mode in ('single', 'pmap', 'mesh'):\n"
+        "    code = sort.main(['train', '--config', 'tiny', '--steps', '4', '--out',\n"
+        "        f'{sys.argv[1]}/{mode}', '--parallel', mode, '--no-progress'])\n"
+        "    assert code == 0, mode\n"
+    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = sort.CONFIGS["tiny"]
+    model, example = labelling.classification_model(config), sort.TASK.example()
+    params = {
+        mode: jax.tree.leaves(common.load_params(model, example, config, tmp_path / mode))
+        for mode in ("single", "pmap", "mesh")
+    }
+    for mode in ("pmap", "mesh"):
+        for got, want in zip(params[mode], params["single"], strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
 
 def test_physics_tiny_run_learns_and_rolls_out(tmp_path):

@@ -126,9 +126,14 @@ def report_classification(
 
 
 def train_classification(
-    task: ClassificationTask, config: DemoConfig, out_dir: str | Path, progress: bool = True
+    task: ClassificationTask,
+    config: DemoConfig,
+    out_dir: str | Path,
+    progress: bool = True,
+    mode: str = "single",
 ) -> dict:
-    """Train `config` into `out_dir` (resuming), then report. Returns the results."""
+    """Train `config` into `out_dir` (resuming; `mode` as in `run_training`), then report.
+    Returns the results."""
     out_dir = prepare_out_dir(out_dir, config)
     watch = Stopwatch()
     low = config.train_sizes[0]
@@ -145,10 +150,11 @@ def train_classification(
         classification_model(config),
         task.example(),
         classification_loss,
-        random_batches(config, task.generate, policy),
+        random_batches(config, task.generate, policy, mode),
         monitor_eval,
         out_dir,
         progress,
+        mode,
     )
     return report_classification(task, config, params, out_dir, {"train_time": watch.read()})
 
@@ -159,7 +165,8 @@ def classification_main(
     """`train` / `eval` commands of a classification demo."""
     args = build_parser(task.name, description, configs).parse_args(argv)
     if args.command == "train":
-        train_classification(task, config_from_args(args, configs), args.out, not args.no_progress)
+        config = config_from_args(args, configs)
+        train_classification(task, config, args.out, not args.no_progress, args.parallel)
         return 0
     config = saved_config(args.out)
     params = load_params(classification_model(config), task.example(), config, args.out)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gnkit import parallel
 from gnkit import train as training
 from gnkit.batching import (
     BucketPolicy,
@@ -160,14 +161,23 @@ def make_train_step(
     loss_fn: Callable[[list[GraphsTuple], GraphsTuple], jax.Array],
     num_processing_steps: int,
     options: dict | None = None,
+    mode: str = "single",
 ):
     """A jitted `(params, opt_state, (inputs, targets)) -> (params, opt_state, {"loss"})`.
 
-    `options` are XLA compiler options (see `compiler_options`).
+    `options` are XLA compiler options (see `compiler_options`). With `mode` 'pmap' or 'mesh'
+    it is `gnkit.parallel.make_train_step` over every device (batches from `random_batches` in
+    the same mode; each device's loss is the masked mean over its own graphs, and the devices'
+    losses are averaged with equal weight), compiled with XLA's default options.
     """
 
     def loss_of(params, inputs, targets):
         return loss_fn(model.apply(params, inputs, num_processing_steps), targets)
+
+    if mode != "single":
+        return parallel.make_train_step(
+            lambda params, batch: loss_of(params, *batch), optimizer, mode, donate=False
+        )
 
     @functools.partial(jax.jit, compiler_options=options)
     def train_step(params, opt_state, batch):
@@ -232,14 +242,27 @@ def predict_graphs(
 
 
 def random_batches(
-    config: DemoConfig, generate: Generate, policy: BucketPolicy
+    config: DemoConfig, generate: Generate, policy: BucketPolicy, mode: str = "single"
 ) -> Callable[[int], tuple[GraphsTuple, GraphsTuple]]:
-    """`step -> padded (inputs, targets)`, a pure function of the step (exact resume). Host."""
+    """`step -> padded (inputs, targets)`, a pure function of the step (exact resume). Host.
+
+    With `mode` 'pmap' or 'mesh' the graphs are split over every device
+    (`gnkit.parallel.device_batches`, whole graphs, balanced, one padded shape) and laid out
+    for that mode.
+    """
 
     def make_batch(step: int):
         rng = np.random.default_rng([config.seed, step])
         inputs, targets = generate(rng, config.batch_size, *config.train_sizes)
-        return pad_pair(inputs, targets, policy)
+        if mode == "single":
+            return pad_pair(inputs, targets, policy)
+        count = jax.local_device_count()
+        per_device = zip(
+            parallel.device_batches(inputs, count, policy),
+            parallel.device_batches(targets, count, policy),
+            strict=True,
+        )
+        return parallel.shard_device_batches(list(per_device), mode)
 
     return make_batch
 
@@ -253,8 +276,12 @@ def run_training(
     evaluate,
     out_dir: Path,
     progress: bool,
+    mode: str = "single",
 ):
-    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the params."""
+    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the params.
+
+    `mode`: 'single', or data-parallel 'pmap' / 'mesh' over every device (`make_batch` from
+    `random_batches` in the same mode)."""
     optimizer = optax.adam(config.learning_rate)
     params = init_params(model, example, config)
     state = training.TrainState(params=params, opt_state=optimizer.init(params))
@@ -264,7 +291,7 @@ def run_training(
     state = training.fit(
         state,
         make_train_step(
-            model, optimizer, loss_fn, config.num_processing_steps, compiler_options(config)
+            model, optimizer, loss_fn, config.num_processing_steps, compiler_options(config), mode
         ),
         make_batch,
         config.train_steps,
@@ -275,6 +302,7 @@ def run_training(
         metrics_path=out_dir / "metrics.jsonl",
         log_every_steps=max(1, min(100, config.train_steps // 10)),
         progress=progress,
+        mode=mode,
     )
     return state.params
 
@@ -366,6 +394,12 @@ def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
         action="append",
         metavar=("FIELD", "VALUE"),
         help="override a config field with a JSON value, e.g. --set batch_size 16",
+    )
+    train.add_argument(
+        "--parallel",
+        choices=parallel.MODES,
+        default="single",
+        help="one device, or data-parallel over all devices with pmap or jit over a mesh",
     )
     train.add_argument("--no-progress", action="store_true")
     evaluate = commands.add_parser("eval", help="evaluate the run in --out on the test sets")

@@ -164,8 +164,11 @@ def _generate(rng, n_graphs, min_masses, max_masses):
     return mass_spring.generate_graphs(rng, n_graphs, min_masses, max_masses, ROLLOUT_STEPS)
 
 
-def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True) -> dict:
-    """Train `config` into `out_dir` (resuming), roll out, plot; returns the results."""
+def train(
+    config: common.DemoConfig, out_dir: str | Path, progress: bool = True, mode: str = "single"
+) -> dict:
+    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh'), roll out,
+    plot; returns the results."""
     out_dir = common.prepare_out_dir(out_dir, config)
     watch = common.Stopwatch()
     low = config.train_sizes[0]
@@ -182,10 +185,11 @@ def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True)
         model_for(config),
         _example(),
         velocity_loss,
-        common.random_batches(config, _generate, policy),
+        common.random_batches(config, _generate, policy, mode),
         monitor_eval,
         out_dir,
         progress,
+        mode,
     )
     return report(config, params, out_dir, {"train_time": watch.read()})
 
@@ -195,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = common.build_parser("physics", __doc__.split("\n")[0], CONFIGS)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "train":
-        train(common.config_from_args(args, CONFIGS), args.out, not args.no_progress)
+        config = common.config_from_args(args, CONFIGS)
+        train(config, args.out, not args.no_progress, args.parallel)
         return 0
     config = common.saved_config(args.out)
     params = common.load_params(model_for(config), _example(), config, args.out)

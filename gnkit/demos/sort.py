@@ -67,9 +67,12 @@ TASK = labelling.ClassificationTask(
 )
 
 
-def train(config: common.DemoConfig, out_dir: str | Path, progress: bool = True) -> dict:
-    """Train `config` into `out_dir` (resuming), evaluate, plot; returns the results."""
-    return labelling.train_classification(TASK, config, out_dir, progress)
+def train(
+    config: common.DemoConfig, out_dir: str | Path, progress: bool = True, mode: str = "single"
+) -> dict:
+    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh'), evaluate,
+    plot; returns the results."""
+    return labelling.train_classification(TASK, config, out_dir, progress, mode)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
