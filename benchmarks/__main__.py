@@ -116,14 +116,18 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
 
 
 def rrn_memory(quick: bool) -> dict:
-    """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps."""
+    """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps, with
+    per-step remat, blocked (sqrt-T) remat and none. `logits_bytes` is the `[T, B, 81, 9]` output
+    the per-step loss needs (a temporary of the gradient, counted in `temp_bytes`)."""
     from gnkit.tasks import sudoku
 
     batch, hidden, layers, cell = (1, 8, 1, "mlp") if quick else (8, 96, 3, "lstm")
     quizzes = jnp.zeros((batch, sudoku.NUM_CELLS), jnp.int32)
     solutions = jnp.ones((batch, sudoku.NUM_CELLS), jnp.int32)
     rows = {}
-    settings = ((True, 8), (True, 64)) + (() if quick else ((False, 8), (False, 64)))
+    names = {True: "remat", "block": "block remat", False: "no remat"}
+    settings = ((True, 8), (True, 64), ("block", 8), ("block", 64))
+    settings += () if quick else ((False, 8), (False, 64))
     for remat, steps in settings:
         model = sudoku.SudokuRRN(
             hidden_size=hidden,
@@ -142,9 +146,10 @@ def rrn_memory(quick: bool) -> dict:
         compiled = jax.jit(jax.grad(loss)).lower(params).compile()
         compile_s = time.perf_counter() - start
         memory = compiled.memory_analysis()
-        rows[f"{'remat' if remat else 'no remat'}, {steps} steps"] = {
+        rows[f"{names[remat]}, {steps} steps"] = {
             "compile_s": compile_s,
             "temp_bytes": int(memory.temp_size_in_bytes),
+            "logits_bytes": steps * batch * sudoku.NUM_CELLS * 9 * 4,
             "peak_bytes": int(
                 memory.temp_size_in_bytes
                 + memory.argument_size_in_bytes
@@ -260,18 +265,24 @@ def print_timed(name: str, result: dict) -> None:
 
 def print_rrn_memory(result: dict) -> None:
     print(f"\nRRN remat: {result['description']}")
-    print(f"{'setting':24s} {'compile s':>9s} {'temp MB':>8s} {'peak MB':>8s}")
+    print(f"{'setting':24s} {'compile s':>9s} {'temp MB':>8s} {'logits MB':>9s} {'peak MB':>8s}")
     for name, row in result["rows"].items():
         print(
             f"{name:24s} {row['compile_s']:9.2f} {_mb(row['temp_bytes']):>8s} "
-            f"{_mb(row['peak_bytes']):>8s}"
+            f"{row['logits_bytes'] / 2**20:9.1f} {_mb(row['peak_bytes']):>8s}"
         )
-    long, short = result["rows"]["remat, 64 steps"], result["rows"]["remat, 8 steps"]
-    print(
-        f"remat 64 / 8 steps: peak memory x{long['peak_bytes'] / short['peak_bytes']:.2f}, "
-        f"compile time x{long['compile_s'] / short['compile_s']:.2f}",
-        flush=True,
-    )
+    rows = result["rows"]
+    for long, short in (
+        ("remat, 64 steps", "remat, 8 steps"),
+        ("block remat, 64 steps", "block remat, 8 steps"),
+        ("block remat, 64 steps", "remat, 8 steps"),
+    ):
+        print(
+            f"{long} / {short}: peak memory "
+            f"x{rows[long]['peak_bytes'] / rows[short]['peak_bytes']:.2f}, compile time "
+            f"x{rows[long]['compile_s'] / rows[short]['compile_s']:.2f}",
+            flush=True,
+        )
 
 
 def print_rrn_throughput(result: dict | None) -> None:

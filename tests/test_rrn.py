@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gnkit.graph import GraphsTuple
+from gnkit.nn import rrn
 from gnkit.nn.rrn import RecurrentRelationalNetwork
 from gnkit.tasks import sudoku
 
@@ -133,6 +134,79 @@ def test_scan_with_remat_has_the_unrolled_gradients():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("num_steps,block_size", [(7, 3), (2, 5)])
+def test_block_remat_matches_reference(num_steps, block_size):
+    graph = _graph()
+    model = RecurrentRelationalNetwork(
+        encoder_features=(8, 6),
+        message_features=(8, 8, 5),
+        update_features=(7, 6),
+        readout_features=(4,),
+        remat="block",
+        remat_block_size=block_size,  # 7 steps: blocks 3 + 3 + 1; 2 steps: one block of 2
+    )
+    params = model.init(jax.random.PRNGKey(1), graph, 1)
+    rng = np.random.default_rng(2)
+    params = jax.tree_util.tree_map(lambda leaf: leaf + 0.1 * rng.normal(size=leaf.shape), params)
+    got = jax.jit(model.apply, static_argnums=2)(params, graph, num_steps)
+    expected = _reference(params, graph, num_steps, "lstm", message_layers=3, update_layers=2)
+    assert got.shape == (num_steps, 7, 4)
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-5)
+
+
+def test_block_remat_has_the_parameters_outputs_and_gradients_of_the_other_paths():
+    graph = _graph()
+    models = {
+        remat: RecurrentRelationalNetwork((8,), (8, 8), (8,), (3,), remat=remat)
+        for remat in (False, True, "block")  # 7 steps: default blocks of 3, 3 and 1
+    }
+    params = models[False].init(jax.random.PRNGKey(3), graph, 1)
+    block_params = models["block"].init(jax.random.PRNGKey(3), graph, 1)
+    assert jax.tree.structure(block_params) == jax.tree.structure(params)
+    for got, want in zip(jax.tree.leaves(block_params), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(got, want)
+    targets = np.random.default_rng(4).normal(size=(7, 7, 3)).astype(np.float32)
+
+    def outputs_and_gradients(model):
+        def loss(params):
+            outputs = model.apply(params, graph, 7)
+            return jnp.sum((outputs - targets) ** 2), outputs
+
+        gradients, outputs = jax.jit(jax.grad(loss, has_aux=True))(params)
+        return outputs, gradients
+
+    want = outputs_and_gradients(models[False])
+    for remat in (True, "block"):
+        got = outputs_and_gradients(models[remat])
+        for leaf, want_leaf in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(leaf, want_leaf, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_block_remat_keeps_fewer_carries_than_step_remat():
+    graph = _graph()
+
+    def temp_bytes(remat):
+        model = RecurrentRelationalNetwork((32,), (8, 8), (32,), (3,), cell="mlp", remat=remat)
+        params = model.init(jax.random.PRNGKey(0), graph, 1)
+
+        def loss(params):
+            return jnp.sum(model.apply(params, graph, 64)[-1])
+
+        compiled = jax.jit(jax.grad(loss)).lower(params).compile()
+        return compiled.memory_analysis().temp_size_in_bytes
+
+    carry_bytes = 7 * 32 * 4  # [7 nodes, 32]
+    # Step remat keeps 64 carries; blocks of 8 keep 8 block boundaries + 8 inside one block.
+    # Ask for half of the 48 carries saved, leaving room for the blocks' other buffers.
+    assert temp_bytes(True) - temp_bytes("block") >= 24 * carry_bytes
+
+
+def test_default_block_size_is_a_divisor_near_the_square_root():
+    assert [rrn._default_block_size(t) for t in (1, 8, 16, 32, 64, 100)] == [1, 2, 4, 4, 8, 10]
+    assert [rrn._default_block_size(t) for t in (7, 97)] == [3, 10]  # primes: round(sqrt)
+
+
 def test_more_steps_at_evaluation_extend_the_same_trajectory():
     model = sudoku.SudokuRRN(
         hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1
@@ -163,3 +237,11 @@ def test_clear_errors():
         RecurrentRelationalNetwork().init(jax.random.PRNGKey(0), graph, 1)
     with pytest.raises(ValueError, match="cell must be one of"):
         RecurrentRelationalNetwork(cell="rnn").init(jax.random.PRNGKey(0), _graph(), 1)
+    with pytest.raises(ValueError, match="remat must be one of"):
+        RecurrentRelationalNetwork(remat="blocks").init(jax.random.PRNGKey(0), _graph(), 1)
+    with pytest.raises(ValueError, match="remat_block_size needs remat='block'"):
+        model = RecurrentRelationalNetwork(remat=True, remat_block_size=4)
+        model.init(jax.random.PRNGKey(0), _graph(), 1)
+    with pytest.raises(ValueError, match="remat_block_size must be >= 1"):
+        model = RecurrentRelationalNetwork(remat="block", remat_block_size=0)
+        model.init(jax.random.PRNGKey(0), _graph(), 1)

@@ -4,8 +4,13 @@ An encoder MLP turns node features into `x`; then, for `T` steps, every edge com
 from `[h_sender, h_receiver, edge]`, messages are summed at receivers, and each node updates its
 state from `[x, summed messages]` through an MLP into a recurrent cell (LSTM, GRU or a plain MLP).
 A readout MLP gives an output at every step. The steps run under `jax.lax.scan` (one compiled
-step body for any `T`, optionally rematerialised with `jax.checkpoint`), so a model trained with
-`T = 32` can be evaluated with `T = 64`.
+step body for any `T`), so a model trained with `T = 32` can be evaluated with `T = 64`.
+
+For the backward pass the scan can be rematerialised (`jax.checkpoint`): per step (`remat=True`),
+which keeps every step's carry (`T` carries), or in blocks (`remat="block"`, two-level sqrt-`T`
+checkpointing): an outer scan over blocks of `K` steps keeps only the carries at block boundaries
+and recomputes each block, step by step, when its gradient is needed, so about `T / K + K` carries
+are live instead of `T`, for one more forward pass of compute than per-step remat.
 
 Two algebraic rewrites keep the edge work small (see DESIGN.md, "Performance ideas"):
 - the first message layer is factorised: `Dense([h_s, h_r, e]) = A h[senders] + B h[receivers]
@@ -18,6 +23,7 @@ the loop.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import flax.linen as nn
@@ -29,6 +35,7 @@ from gnkit.nn.mlp import MLP
 from gnkit.segment import segment_sum
 
 _CELLS = ("lstm", "gru", "mlp")
+_REMATS = (False, True, "step", "block")
 
 
 class RecurrentRelationalNetwork(nn.Module):
@@ -42,8 +49,14 @@ class RecurrentRelationalNetwork(nn.Module):
       readout_features: layer sizes of the per-step output MLP, e.g. `(9,)`.
       cell: `"lstm"`, `"gru"` or `"mlp"` (the update MLP's output is the new state; its last
         size must then be `H`).
-      remat: rematerialise each step in the backward pass (`jax.checkpoint`): less memory for
-        long unrolls, about one more forward pass of compute.
+      remat: `False`; `True` (or `"step"`): rematerialise each step in the backward pass
+        (`jax.checkpoint`), keeping one carry per step, about one more forward pass of compute;
+        `"block"`: two-level checkpointing, keeping one carry per block of `remat_block_size`
+        steps, about two more forward passes. The outputs and gradients are the same.
+      remat_block_size: steps per block for `remat="block"`; by default the divisor of
+        `num_steps` nearest `sqrt(num_steps)` (within a factor 2), else `round(sqrt(num_steps))`.
+        If it does not divide `num_steps`, a shorter last block runs the remainder (a second
+        compiled copy of the step).
       receivers_sorted: promise that `graph.receivers` is sorted (enables the sorted fast path).
       fixed_degree: if every node receives exactly this many edges and receivers are sorted,
         sum messages with a reshape instead of a scatter.
@@ -59,13 +72,21 @@ class RecurrentRelationalNetwork(nn.Module):
     update_features: Sequence[int] = (96, 96, 96)
     readout_features: Sequence[int] = (9,)
     cell: str = "lstm"
-    remat: bool = False
+    remat: bool | str = False
+    remat_block_size: int | None = None
     receivers_sorted: bool = False
     fixed_degree: int | None = None
 
     def setup(self):
         if self.cell not in _CELLS:
             raise ValueError(f"cell must be one of {_CELLS}, got {self.cell!r}")
+        if self.remat not in _REMATS:
+            raise ValueError(f"remat must be one of {_REMATS}, got {self.remat!r}")
+        if self.remat_block_size is not None:
+            if self.remat != "block":
+                raise ValueError(f"remat_block_size needs remat='block', got remat={self.remat!r}")
+            if self.remat_block_size < 1:
+                raise ValueError(f"remat_block_size must be >= 1, got {self.remat_block_size}")
         hidden = self.encoder_features[-1]
         if self.cell == "mlp" and self.update_features[-1] != hidden:
             raise ValueError(
@@ -119,17 +140,21 @@ class RecurrentRelationalNetwork(nn.Module):
                 carry, out = self._step(carry, context)
                 outputs.append(out)
             return jnp.stack(outputs)
-        body = _scan_body
-        if self.remat:
-            body = nn.remat(body, prevent_cse=False)
-        scanned = nn.scan(
-            body,
-            variable_broadcast="params",
-            split_rngs={"params": False},
-            in_axes=nn.broadcast,
-            length=num_steps,
-        )
-        _, outputs = scanned(self, carry, context)
+        if self.remat == "block":
+            return self._blocked_steps(carry, context, num_steps)
+        body = nn.remat(_scan_body, prevent_cse=False) if self.remat else _scan_body
+        _, outputs = _scan(body, num_steps)(self, carry, context)
+        return outputs
+
+    def _blocked_steps(self, carry, context, num_steps: int) -> jax.Array:
+        block = self.remat_block_size or _default_block_size(num_steps)
+        block = min(block, num_steps)
+        num_blocks, remainder = divmod(num_steps, block)
+        carry, outputs = _scan(_remat_block(block), num_blocks)(self, carry, context)
+        outputs = outputs.reshape(num_blocks * block, *outputs.shape[2:])
+        if remainder:
+            _, rest = _remat_block(remainder)(self, carry, context)
+            outputs = jnp.concatenate([outputs, rest])
         return outputs
 
     def _sum_at_receivers(self, values: jax.Array, receivers: jax.Array, n_node: int) -> jax.Array:
@@ -173,3 +198,29 @@ class RecurrentRelationalNetwork(nn.Module):
 def _scan_body(module: RecurrentRelationalNetwork, carry, context):
     """One step as a function of the module, the form `nn.scan` and `nn.remat` lift."""
     return module._step(carry, context)
+
+
+def _scan(body, length: int):
+    """`body(module, carry, context)` scanned `length` times, shared parameters and context."""
+    return nn.scan(
+        body,
+        variable_broadcast="params",
+        split_rngs={"params": False},
+        in_axes=nn.broadcast,
+        length=length,
+    )
+
+
+def _remat_block(length: int):
+    """`length` rematerialised steps, themselves rematerialised as one block: in the backward
+    pass only the block's input carry is kept; the block reruns forward keeping its `length`
+    step carries, then each step reruns for its own gradient. Outputs `[length, N, C]`."""
+    return nn.remat(_scan(nn.remat(_scan_body, prevent_cse=False), length), prevent_cse=False)
+
+
+def _default_block_size(num_steps: int) -> int:
+    """The divisor of `num_steps` nearest `sqrt(num_steps)` within a factor 2, else the root."""
+    root = math.sqrt(num_steps)
+    near_root = range(math.ceil(root / 2), math.floor(2 * root) + 1)
+    divisors = [k for k in near_root if num_steps % k == 0]
+    return min(divisors, key=lambda k: abs(k - root)) if divisors else max(1, round(root))

@@ -214,7 +214,8 @@ class SudokuRRN(nn.Module):
     Each cell's input is the concatenation of three `embed_size`-d embeddings (digit 0-9, row,
     column). Call with int `quizzes [B, 81]` and a static `num_steps`; returns logits over the
     digits 1-9 at every step, `[num_steps, B, 81, 9]`. `fixed_degree` sums messages with a
-    reshape (every cell has 20 neighbours) instead of a scatter: same numbers, faster. Jittable.
+    reshape (every cell has 20 neighbours) instead of a scatter: same numbers, faster. `remat`
+    as in `RecurrentRelationalNetwork` (False, True / 'step', or 'block'). Jittable.
     """
 
     hidden_size: int = 96
@@ -223,7 +224,7 @@ class SudokuRRN(nn.Module):
     message_layers: int = 3
     update_layers: int = 3
     cell: str = "lstm"
-    remat: bool = False
+    remat: bool | str = False
     fixed_degree: bool = True
 
     @nn.compact
