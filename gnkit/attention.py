@@ -15,9 +15,10 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from gnkit.blocks import GraphFn
+from gnkit.aggregators import get_aggregator
+from gnkit.blocks import Aggregator, GraphFn
 from gnkit.graph import GraphsTuple, require
-from gnkit.segment import safe_segment_softmax, safe_segment_sum
+from gnkit.segment import safe_segment_softmax
 
 _HEAD_COMBINERS = ("concat", "mean")
 
@@ -46,24 +47,41 @@ def _check_combine(combine_heads: str) -> None:
         raise ValueError(f"combine_heads must be one of {_HEAD_COMBINERS}, got {combine_heads!r}.")
 
 
-def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bool):
+def _edges_split_over_devices(graph: GraphsTuple) -> bool:
+    """Whether, under `shard_map`, the edges vary over a mesh axis that the nodes do not: one
+    graph's edges split over devices, as `gnkit.parallel.edge_sharded` runs a model."""
+    edge_axes = jax.typeof(graph.senders).mat.varying
+    node_axes = set().union(*(jax.typeof(x).mat.varying for x in jax.tree.leaves(graph.nodes)))
+    return bool(edge_axes - node_axes)
+
+
+def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bool, block: str):
     """Senders and receivers, with one self-edge per node appended when asked.
 
-    Appending self-edges breaks the receiver order, so the sorted flag is then dropped.
+    Appending self-edges breaks the receiver order, so the sorted flag is then dropped. With the
+    edges split over devices every device would append them, counting each self-edge once per
+    device: that raises a `ValueError` naming `block`.
     """
     if not add_self_edges:
         return graph.senders, graph.receivers, indices_are_sorted
+    if _edges_split_over_devices(graph):
+        raise ValueError(
+            f"{block}: add_self_edges=True with edges sharded over devices would add each "
+            "self-edge once per device; add the self-edges to the graph before sharding it and "
+            "pass add_self_edges=False."
+        )
     every_node = jnp.arange(graph.nodes.shape[0], dtype=graph.senders.dtype)
     senders = jnp.concatenate([graph.senders, every_node])
     receivers = jnp.concatenate([graph.receivers, every_node])
     return senders, receivers, False
 
 
-def _attend(logits, values, senders, receivers, n_node, indices_are_sorted):
+def _attend(logits, values, senders, receivers, n_node, indices_are_sorted, softmax, aggregator):
     """Softmax `[E, H]` logits over each receiver's edges; sum the senders' `[N, H, D]` values."""
-    weights = safe_segment_softmax(logits, receivers, n_node, indices_are_sorted=indices_are_sorted)
+    weights = softmax(logits, receivers, n_node, indices_are_sorted=indices_are_sorted)
     messages = values[senders] * weights[..., None]
-    return safe_segment_sum(messages, receivers, n_node, indices_are_sorted=indices_are_sorted)
+    sorted_flag = {"indices_are_sorted": True} if indices_are_sorted else {}
+    return get_aggregator(aggregator)(messages, receivers, n_node, **sorted_flag)
 
 
 def graph_attention(
@@ -74,6 +92,8 @@ def graph_attention(
     num_heads: int = 1,
     add_self_edges: bool = False,
     combine_heads: str = "concat",
+    softmax: Callable[..., jax.Array] = safe_segment_softmax,
+    aggregator: Aggregator = "sum",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
     """Multi-head scaled dot-product self-attention along the edges.
@@ -84,6 +104,7 @@ def graph_attention(
     concatenated (`[N, H * Dv]`) or averaged (`[N, Dv]`). `add_self_edges` lets every node attend
     to itself too; without it a node with no incoming edges gets zeros. `indices_are_sorted`
     declares `graph.receivers` sorted. Replaces `graph.nodes`; no output projection or activation.
+    `softmax` and `aggregator` are as in `gat`, for edge sharding.
     """
     _check_combine(combine_heads)
 
@@ -93,10 +114,14 @@ def graph_attention(
         queries = _split_heads(query_fn(nodes), num_heads, "query_fn")
         keys = _split_heads(key_fn(nodes), num_heads, "key_fn")
         values = _split_heads(value_fn(nodes), num_heads, "value_fn")
-        senders, receivers, is_sorted = _edge_index(graph, add_self_edges, indices_are_sorted)
+        senders, receivers, is_sorted = _edge_index(
+            graph, add_self_edges, indices_are_sorted, "graph_attention"
+        )
         logits = jnp.sum(queries[receivers] * keys[senders], axis=-1)
         logits = logits / math.sqrt(queries.shape[-1])
-        per_head = _attend(logits, values, senders, receivers, nodes.shape[0], is_sorted)
+        per_head = _attend(
+            logits, values, senders, receivers, nodes.shape[0], is_sorted, softmax, aggregator
+        )
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 
     return apply
@@ -113,6 +138,8 @@ def gat(
     use_edges: bool = False,
     add_self_edges: bool = False,
     combine_heads: str = "concat",
+    softmax: Callable[..., jax.Array] = safe_segment_softmax,
+    aggregator: Aggregator = "sum",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
     """A graph attention layer (Velickovic et al. 2018), multi-head.
@@ -130,6 +157,13 @@ def gat(
     the per-head node table `[N, H, D]` to scores `[N, H]`; the edge logit is then
     `sender_logit_fn(z)[j] + receiver_logit_fn(z)[i]`. That is the paper's form, computed once
     per node and gathered as `[E, H]` scalars instead of `[E, H, D]` rows.
+
+    Edge sharding: `softmax` (`(logits [E, H], receivers, num_segments, indices_are_sorted) ->
+    [E, H]`) normalises the logits and `aggregator` (a segment sum) sums the weighted messages;
+    pass `gnkit.parallel.sharded_softmax()` and `sharded_aggregator('sum')` to run the layer
+    inside `gnkit.parallel.edge_sharded`. There every device would append its own copy of the
+    self-edges, so `add_self_edges=True` raises a `ValueError`: add them to the graph's edge
+    list before sharding it instead.
     """
     _check_combine(combine_heads)
     split_logits = sender_logit_fn is not None or receiver_logit_fn is not None
@@ -149,7 +183,9 @@ def gat(
         fields = ("nodes", "senders", "receivers") + (("edges",) if use_edges else ())
         require(graph, *fields, block="gat")
         projected = _split_heads(project_fn(graph.nodes), num_heads, "project_fn")
-        senders, receivers, is_sorted = _edge_index(graph, add_self_edges, indices_are_sorted)
+        senders, receivers, is_sorted = _edge_index(
+            graph, add_self_edges, indices_are_sorted, "gat"
+        )
         if split_logits:
             logits = jnp.take(sender_logit_fn(projected), senders, axis=0) + jnp.take(
                 receiver_logit_fn(projected), receivers, axis=0, indices_are_sorted=is_sorted
@@ -160,7 +196,16 @@ def gat(
                 inputs["edges"] = graph.edges
             logits = logit_fn(**inputs)
         logits = jax.nn.leaky_relu(logits, negative_slope)
-        per_head = _attend(logits, projected, senders, receivers, projected.shape[0], is_sorted)
+        per_head = _attend(
+            logits,
+            projected,
+            senders,
+            receivers,
+            projected.shape[0],
+            is_sorted,
+            softmax,
+            aggregator,
+        )
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 
     return apply

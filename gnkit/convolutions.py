@@ -9,26 +9,58 @@ parameters: the caller's callables carry the weights. Jittable, vmappable, diffe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
-from gnkit.blocks import Aggregator, GraphFn, aggregate_received_edges
+from gnkit.blocks import Aggregator, GraphFn, aggregate_received_edges, aggregate_sent_edges
 from gnkit.graph import ArrayTree, GraphsTuple, require
-from gnkit.segment import safe_segment_sum
 
 tree_map = jax.tree_util.tree_map
 
 
-def _neighbour_sum(features, graph, indices_are_sorted):
+# Edges per step of the chunked neighbour sum: about this many bytes of gathered rows, which
+# stay in cache between the gather and the scatter.
+_CHUNK_BYTES = 1 << 23
+
+
+def _gather_sum(x, senders, receivers, indices_are_sorted):
+    """`out[i] = sum of x[j] over the edges j -> i`, `[N, ...] -> [N, ...]`, a chunk of edges at a
+    time: the `[E, ...]` gathered rows are never materialised, which on the CPU ran the sum of
+    1.2 M rows of 128 floats 2.8x faster than a gather followed by a segment sum."""
+    row_bytes = x.dtype.itemsize * math.prod(x.shape[1:])
+    chunk = max(1024, _CHUNK_BYTES // max(row_bytes, 1))
+    n_chunks = senders.shape[0] // chunk
+    total = jnp.zeros_like(x)
+    if n_chunks >= 2:
+
+        def add_chunk(total, edges):
+            chunk_senders, chunk_receivers = edges
+            return total.at[chunk_receivers].add(
+                x[chunk_senders], indices_are_sorted=indices_are_sorted
+            ), None
+
+        split = n_chunks * chunk
+        chunks = (senders[:split], receivers[:split])
+        total, _ = jax.lax.scan(
+            add_chunk, total, tree_map(lambda i: i.reshape(n_chunks, -1), chunks)
+        )
+        senders, receivers = senders[split:], receivers[split:]
+    return total.at[receivers].add(x[senders], indices_are_sorted=indices_are_sorted)
+
+
+def _neighbour_sum(features, graph, aggregator, indices_are_sorted):
     """Sum of the senders' features over each node's incoming edges: `[N, ...] -> [N, ...]`."""
-    n_node = jax.tree_util.tree_leaves(graph.nodes)[0].shape[0]
-    return tree_map(
-        lambda x: safe_segment_sum(
-            x[graph.senders], graph.receivers, n_node, indices_are_sorted=indices_are_sorted
-        ),
-        features,
+    if aggregator is None:
+        return tree_map(
+            lambda x: _gather_sum(x, graph.senders, graph.receivers, indices_are_sorted), features
+        )
+    return aggregate_received_edges(
+        graph._replace(edges=tree_map(lambda x: x[graph.senders], features)),
+        aggregator,
+        indices_are_sorted=indices_are_sorted,
     )
 
 
@@ -37,6 +69,8 @@ def gcn(
     *,
     add_self_edges: bool = True,
     symmetric_normalization: bool = True,
+    project_first: bool = True,
+    aggregator: Aggregator | None = None,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
     """A graph convolution (Kipf & Welling 2017): `x' = D_in^-1/2 (A + I) D_out^-1/2 update_fn(x)`.
@@ -48,38 +82,50 @@ def gcn(
     `add_self_edges` adds `I` without materialising edges; `symmetric_normalization=False` gives
     the plain sum. No activation. Configured alike (`add_self_edges`, `symmetric_normalization`)
     it equals jraph's `GraphConvolution`. Replaces `graph.nodes`.
+
+    `project_first=False` propagates the raw features and applies `update_fn` after: the same
+    result when `update_fn` is linear (a Dense without bias, `(A X) W = A (X W)`), not otherwise.
+    The edge-sized gather and scatter then carry `F` columns instead of `F'`, and when `x` needs
+    no gradient (a first layer on input features) the backward pass has no edge-sized work at
+    all; keep the default when `F' < F` and `x` needs a gradient. The neighbour sums gather
+    and add a chunk of edges at a time (no `[E, F]` array); an `aggregator`, a segment sum such as
+    the edge-sharded `gnkit.parallel.sharded_aggregator('sum')`, instead reduces the gathered
+    `[E, F]` messages and counts the degrees. The self-edge term is added after the reduction,
+    so `add_self_edges` stays correct with edges sharded over devices.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="gcn")
-        projected = update_fn(graph.nodes)
+        features = update_fn(graph.nodes) if project_first else graph.nodes
         if not symmetric_normalization:
-            aggregated = _neighbour_sum(projected, graph, indices_are_sorted)
+            aggregated = _neighbour_sum(features, graph, aggregator, indices_are_sorted)
             if add_self_edges:
-                aggregated = tree_map(jnp.add, aggregated, projected)
-            return graph._replace(nodes=aggregated)
-
-        n_node = jax.tree_util.tree_leaves(graph.nodes)[0].shape[0]
-        ones = jnp.ones(graph.senders.shape[0])
-        self_degree = 1.0 if add_self_edges else 0.0
-        out_degree = safe_segment_sum(ones, graph.senders, n_node) + self_degree
-        in_degree = (
-            safe_segment_sum(ones, graph.receivers, n_node, indices_are_sorted=indices_are_sorted)
-            + self_degree
-        )
-        out_scale = jax.lax.rsqrt(jnp.maximum(out_degree, 1.0))
-        in_scale = jax.lax.rsqrt(jnp.maximum(in_degree, 1.0))
-
-        def convolve(x):
-            scaled = x * _column(out_scale, x)
-            aggregated = _neighbour_sum(scaled, graph, indices_are_sorted)
+                aggregated = tree_map(jnp.add, aggregated, features)
+        else:
+            in_scale, out_scale = _degree_scales(
+                graph, aggregator, add_self_edges, indices_are_sorted
+            )
+            scaled = tree_map(lambda x: x * _column(out_scale, x), features)
+            aggregated = _neighbour_sum(scaled, graph, aggregator, indices_are_sorted)
             if add_self_edges:
-                aggregated = aggregated + scaled
-            return aggregated * _column(in_scale, x)
-
-        return graph._replace(nodes=tree_map(convolve, projected))
+                aggregated = tree_map(jnp.add, aggregated, scaled)
+            aggregated = tree_map(lambda x: x * _column(in_scale, x), aggregated)
+        return graph._replace(nodes=aggregated if project_first else update_fn(aggregated))
 
     return apply
+
+
+def _degree_scales(graph, aggregator, add_self_edges, indices_are_sorted):
+    """`1/sqrt(deg_in)` and `1/sqrt(deg_out)`, `[N]` each, degrees counted by `aggregator`."""
+    aggregator = "sum" if aggregator is None else aggregator
+    ones = graph._replace(edges=jnp.ones(graph.senders.shape[0]))
+    self_degree = 1.0 if add_self_edges else 0.0
+    in_degree = aggregate_received_edges(ones, aggregator, indices_are_sorted=indices_are_sorted)
+    out_degree = aggregate_sent_edges(ones, aggregator)
+    return (
+        jax.lax.rsqrt(jnp.maximum(in_degree + self_degree, 1.0)),
+        jax.lax.rsqrt(jnp.maximum(out_degree + self_degree, 1.0)),
+    )
 
 
 def _column(scale: jax.Array, like: jax.Array) -> jax.Array:
@@ -127,18 +173,21 @@ def gin(
     mlp: Callable[[ArrayTree], ArrayTree],
     *,
     epsilon: float | jax.Array = 0.0,
+    aggregator: Aggregator | None = None,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
     """A graph isomorphism layer (Xu et al. 2019): `x'_i = mlp((1 + eps) x_i + sum_j x_j)`.
 
     The sum runs over the senders `j` of `i`'s incoming edges. `epsilon` may be a float or a
-    traced scalar (a learned parameter, GIN-eps). Leaves `[N, F] -> [N, F']`. Replaces
-    `graph.nodes`.
+    traced scalar (a learned parameter, GIN-eps). The neighbour sum is chunked as in `gcn`; an
+    `aggregator` (a segment sum, such as `gnkit.parallel.sharded_aggregator('sum')` for edge
+    sharding) instead reduces the gathered `[E, F]` messages.
+    Leaves `[N, F] -> [N, F']`. Replaces `graph.nodes`.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="gin")
-        neighbour_sum = _neighbour_sum(graph.nodes, graph, indices_are_sorted)
+        neighbour_sum = _neighbour_sum(graph.nodes, graph, aggregator, indices_are_sorted)
         combined = tree_map(lambda x, s: (1.0 + epsilon) * x + s, graph.nodes, neighbour_sum)
         return graph._replace(nodes=mlp(combined))
 

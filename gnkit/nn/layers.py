@@ -5,7 +5,10 @@ Each module creates its parameters and calls gnkit's functional block (`gnkit.co
 from sender to receiver, so a node's neighbours are the senders of its incoming edges. Every
 module maps a graph with node features `[N, F]` (and `senders`, `receivers`) to the same graph
 with new node features, has no output activation, and is jittable. `indices_are_sorted` declares
-`graph.receivers` sorted.
+`graph.receivers` sorted. For one graph with its edges sharded over devices
+(`gnkit.parallel.edge_sharded`), pass `aggregator=gnkit.parallel.sharded_aggregator('sum')` (and
+`softmax=gnkit.parallel.sharded_softmax()` to the attention layers); attention layers then need
+their self-edges in the edge list and `add_self_edges=False`.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gnkit.attention import gat
+from gnkit.aggregators import get_aggregator
+from gnkit.attention import _edge_index, gat
 from gnkit.blocks import Aggregator
 from gnkit.convolutions import gcn, gin, graph_sage
 from gnkit.graph import GraphsTuple, require
 from gnkit.nn.mlp import MLP
-from gnkit.segment import safe_segment_softmax, safe_segment_sum
+from gnkit.segment import safe_segment_softmax
 
 _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_axis=-1, out_axis=-2)
 
@@ -29,23 +33,33 @@ _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_a
 class GCN(nn.Module):
     """Graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 x W + b`.
 
-    `W` is a Dense kernel without bias (`"linear"`), applied before the neighbourhood sum; the
-    bias is added after it. `add_self_edges` and `symmetric_normalization` are those of
-    `gnkit.convolutions.gcn`. Nodes `[N, F] -> [N, features]`.
+    `W` is a Dense kernel without bias (`"linear"`); the bias is added after the neighbourhood
+    sum. `add_self_edges`, `symmetric_normalization`, `project_first` and `aggregator` are those
+    of `gnkit.convolutions.gcn`; as `W` is linear, the order is exact either way, and
+    `project_first=None` picks it by width: `W` first when it narrows (`F > features`), else the
+    sum first (fewer columns along the edges either way). Nodes `[N, F] -> [N, features]`.
     """
 
     features: int
     add_self_edges: bool = True
     symmetric_normalization: bool = True
     use_bias: bool = True
+    project_first: bool | None = None
+    aggregator: Aggregator | None = None
     indices_are_sorted: bool = False
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", block="GCN")
+        project_first = self.project_first
+        if project_first is None:
+            project_first = graph.nodes.shape[-1] > self.features
         graph = gcn(
             nn.Dense(self.features, use_bias=False, name="linear"),
             add_self_edges=self.add_self_edges,
             symmetric_normalization=self.symmetric_normalization,
+            project_first=project_first,
+            aggregator=self.aggregator,
             indices_are_sorted=self.indices_are_sorted,
         )(graph)
         if not self.use_bias:
@@ -66,7 +80,7 @@ class GAT(nn.Module):
     `[H, features]`), a softmax over the edges into `i` weights `z_j`. Heads are concatenated
     (`[N, H * features]`) or averaged (`[N, features]`), then the bias is added. With
     `add_self_edges` (default, as the paper) every node also attends to itself. See
-    `gnkit.attention.gat`.
+    `gnkit.attention.gat` (also for `softmax` and `aggregator`).
     """
 
     features: int
@@ -75,6 +89,8 @@ class GAT(nn.Module):
     negative_slope: float = 0.2
     add_self_edges: bool = True
     use_bias: bool = True
+    softmax: Callable[..., jax.Array] = safe_segment_softmax
+    aggregator: Aggregator = "sum"
     indices_are_sorted: bool = False
 
     @nn.compact
@@ -95,6 +111,8 @@ class GAT(nn.Module):
             negative_slope=self.negative_slope,
             add_self_edges=self.add_self_edges,
             combine_heads=self.combine_heads,
+            softmax=self.softmax,
+            aggregator=self.aggregator,
             indices_are_sorted=self.indices_are_sorted,
         )(graph)
         if not self.use_bias:
@@ -112,7 +130,8 @@ class GATv2(nn.Module):
     head (`attention` `[H, features]`); a softmax over the edges into `i` weights `s_j`, and
     `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added.
     `add_self_edges` (default) lets every node attend to itself; without it a node with no
-    incoming edges gets only the bias. As PyTorch Geometric's `GATv2Conv` without edge features.
+    incoming edges gets only the bias. `softmax` and `aggregator` are as in
+    `gnkit.attention.gat`. As PyTorch Geometric's `GATv2Conv` without edge features.
     """
 
     features: int
@@ -122,6 +141,8 @@ class GATv2(nn.Module):
     add_self_edges: bool = True
     share_weights: bool = False
     use_bias: bool = True
+    softmax: Callable[..., jax.Array] = safe_segment_softmax
+    aggregator: Aggregator = "sum"
     indices_are_sorted: bool = False
 
     @nn.compact
@@ -138,17 +159,15 @@ class GATv2(nn.Module):
         if not self.share_weights:
             target = nn.Dense(width, name="target")(graph.nodes).reshape(n_node, self.num_heads, -1)
         attention = self.param("attention", _attention_init, (self.num_heads, self.features))
-        senders, receivers, is_sorted = graph.senders, graph.receivers, self.indices_are_sorted
-        if self.add_self_edges:
-            every_node = jnp.arange(n_node, dtype=senders.dtype)
-            senders = jnp.concatenate([senders, every_node])
-            receivers = jnp.concatenate([receivers, every_node])
-            is_sorted = False
+        senders, receivers, is_sorted = _edge_index(
+            graph, self.add_self_edges, self.indices_are_sorted, "GATv2"
+        )
         hidden = jax.nn.leaky_relu(source[senders] + target[receivers], self.negative_slope)
         logits = jnp.einsum("ehd,hd->eh", hidden, attention)
-        weights = safe_segment_softmax(logits, receivers, n_node, indices_are_sorted=is_sorted)
-        per_head = safe_segment_sum(
-            source[senders] * weights[..., None], receivers, n_node, indices_are_sorted=is_sorted
+        weights = self.softmax(logits, receivers, n_node, indices_are_sorted=is_sorted)
+        sorted_flag = {"indices_are_sorted": True} if is_sorted else {}
+        per_head = get_aggregator(self.aggregator)(
+            source[senders] * weights[..., None], receivers, n_node, **sorted_flag
         )
         if self.combine_heads == "concat":
             nodes = per_head.reshape(n_node, width)
@@ -209,13 +228,15 @@ class GIN(nn.Module):
 
     The MLP (`"mlp"`) has layers `features` with `activation` between them and none after the
     last. `eps` is `epsilon`, or a scalar parameter `"epsilon"` initialised to it when
-    `learn_epsilon` (GIN-eps). Nodes `[N, F] -> [N, features[-1]]`.
+    `learn_epsilon` (GIN-eps). `aggregator` is that of `gnkit.convolutions.gin`. Nodes
+    `[N, F] -> [N, features[-1]]`.
     """
 
     features: Sequence[int]
     activation: Callable[[jax.Array], jax.Array] = nn.relu
     epsilon: float = 0.0
     learn_epsilon: bool = False
+    aggregator: Aggregator | None = None
     indices_are_sorted: bool = False
 
     @nn.compact
@@ -224,4 +245,9 @@ class GIN(nn.Module):
         if self.learn_epsilon:
             epsilon = self.param("epsilon", nn.initializers.constant(self.epsilon), ())
         mlp = MLP(tuple(self.features), activation=self.activation, name="mlp")
-        return gin(mlp, epsilon=epsilon, indices_are_sorted=self.indices_are_sorted)(graph)
+        return gin(
+            mlp,
+            epsilon=epsilon,
+            aggregator=self.aggregator,
+            indices_are_sorted=self.indices_are_sorted,
+        )(graph)

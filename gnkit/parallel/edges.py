@@ -10,6 +10,11 @@ varies across devices (JAX tracks that under `shard_map`): a reduction of replic
 into globals stays local, so one sharded aggregator can be passed everywhere. A reduction left
 unsharded is caught at trace time, because its output varies across devices and the replicated
 output spec rejects that. Jittable and differentiable.
+
+The GCN, GIN and attention blocks (`gnkit.convolutions`, `gnkit.attention`) and their `gnkit.nn`
+layers take these as `aggregator=` (and `softmax=`). A GCN adds its self-edge term after the
+reduction, so `add_self_edges` works sharded; attention layers would append their self-edges
+once per device and raise instead: add them to the edge list on the host before sharding.
 """
 
 from __future__ import annotations
