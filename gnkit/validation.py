@@ -59,7 +59,9 @@ def _check_static(graph: GraphsTuple) -> None:
         if counts is None:
             raise ValueError(f"graph.{field} is None; expected an integer array [n_graph].")
         if np.ndim(counts) != 1:
-            raise ValueError(f"graph.{field} must be 1-D [n_graph]; found shape {np.shape(counts)}.")
+            raise ValueError(
+                f"graph.{field} must be 1-D [n_graph]; found shape {np.shape(counts)}."
+            )
         if not jnp.issubdtype(counts.dtype, jnp.integer):
             raise ValueError(f"graph.{field} must hold integer counts; found dtype {counts.dtype}.")
     n_graph = np.shape(graph.n_node)[0]
@@ -146,8 +148,8 @@ def _check_values(graph: GraphsTuple, xp, expect: Callable, check_finite: bool) 
             first = xp.argmax(outside)
             expect(
                 ~xp.any(outside),
-                f"graph.{name}[{{}}] = {{}} lies outside graph {{}} of its edge (nodes {{}}..{{}}); "
-                "an edge must connect nodes of the graph it belongs to.",
+                f"graph.{name}[{{}}] = {{}} lies outside graph {{}} of its edge "
+                "(nodes {}..{}); an edge must connect nodes of the graph it belongs to.",
                 first, indices[first], edge_graph[first], start[first], stop[first] - 1,
             )
     if check_finite:

@@ -15,7 +15,10 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
     errors = [

@@ -59,7 +59,8 @@ def test_host_validation_names_the_field(case):
 
 def test_cross_graph_message_says_where():
     changes, _, _ = MALFORMED["cross-graph edge"]
-    with pytest.raises(ValueError, match=r"graph.receivers\[1\] = 3 lies outside graph 0 .*nodes 0..2"):
+    message = r"graph.receivers\[1\] = 3 lies outside graph 0 .*nodes 0..2"
+    with pytest.raises(ValueError, match=message):
         validate(_two_graphs(**changes))
 
 
