@@ -11,6 +11,7 @@ from gnkit.attention import (
 )
 from gnkit.batching import (
     BucketPolicy,
+    add_self_edges,
     batch,
     batch_np,
     batch_stream,
@@ -163,6 +164,7 @@ __all__ = [
     "aggregate_nodes_to_globals",
     "aggregate_received_edges",
     "aggregate_sent_edges",
+    "add_self_edges",
     "batch",
     "batch_np",
     "batch_stream",

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gnkit.graph import ArrayTree, GraphsTuple, num_edges, num_graphs, num_nodes
+from gnkit.graph import ArrayTree, GraphsTuple, num_edges, num_graphs, num_nodes, require
 
 _tree_map = jax.tree_util.tree_map
 
@@ -617,6 +617,40 @@ def sort_edges_by_receiver(graph: GraphsTuple) -> GraphsTuple:
         globals=graph.globals,
         n_node=graph.n_node,
         n_edge=graph.n_edge,
+    )
+
+
+def add_self_edges(graph: GraphsTuple, edge_fill_value: float = 0.0) -> GraphsTuple:
+    """Adds one edge `i -> i` for every node. Host-only (NumPy).
+
+    Each graph's self-edges follow its own edges, so every graph's edges stay one contiguous
+    block; `n_edge` grows by `n_node`. Edge features of the new edges are `edge_fill_value`.
+    If the receivers were sorted, re-sort with `sort_edges_by_receiver`. Use it instead of a
+    block's `add_self_edges=True` when the edges will be split over devices
+    (`gnkit.parallel.shard_edges`), where a block would add every self-edge once per device.
+    """
+    require(graph, "senders", "receivers", "n_node", "n_edge", block="add_self_edges")
+    n_node, n_edge = np.asarray(graph.n_node), np.asarray(graph.n_edge)
+    num_old, num_new = int(n_edge.sum()), int(n_node.sum())
+    edge_graph = np.repeat(np.arange(len(n_edge)), n_edge)
+    node_graph = np.repeat(np.arange(len(n_node)), n_node)
+    order = np.argsort(np.concatenate([edge_graph, node_graph]), kind="stable")
+    every_node = np.arange(num_new, dtype=np.asarray(graph.senders).dtype)
+
+    def extend(old, new):
+        return np.concatenate([np.asarray(old), new])[order]
+
+    def extend_edges(leaf):
+        leaf = np.asarray(leaf)
+        return extend(leaf, np.full((num_new,) + leaf.shape[1:], edge_fill_value, leaf.dtype))
+
+    if len(np.asarray(graph.senders)) != num_old:
+        raise ValueError(f"graph.senders has {len(graph.senders)} edges, n_edge sums to {num_old}.")
+    return graph._replace(
+        edges=_tree_map(extend_edges, graph.edges),
+        senders=extend(graph.senders, every_node),
+        receivers=extend(graph.receivers, every_node),
+        n_edge=(n_edge + n_node).astype(n_edge.dtype),
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from gnkit.batching import (
     BucketPolicy,
+    add_self_edges,
     batch,
     batch_np,
     batch_stream,
@@ -525,3 +526,22 @@ def test_bucketing_benchmark_quick(capsys):
     assert exact["nodes"] < ours["nodes"] <= 1.5
     for ours_s, jraph_s in results["throughput"].values():
         assert ours_s > 0 and jraph_s > 0
+
+
+def test_add_self_edges_keeps_each_graphs_edges_together():
+    graph = GraphsTuple(
+        nodes=np.zeros((3, 1)),
+        edges={"w": np.array([[5.0], [7.0]])},
+        senders=np.array([0, 2]),
+        receivers=np.array([1, 2]),
+        globals=None,
+        n_node=np.array([2, 1]),
+        n_edge=np.array([1, 1]),
+    )
+    looped = add_self_edges(graph, edge_fill_value=-1.0)
+    np.testing.assert_array_equal(looped.senders, [0, 0, 1, 2, 2])
+    np.testing.assert_array_equal(looped.receivers, [1, 0, 1, 2, 2])
+    np.testing.assert_array_equal(looped.n_edge, [3, 2])
+    np.testing.assert_array_equal(looped.edges["w"][:, 0], [5, -1, -1, 7, -1])
+    with pytest.raises(ValueError, match="add_self_edges"):
+        add_self_edges(graph._replace(senders=None))
