@@ -67,8 +67,8 @@ def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bo
     if _edges_split_over_devices(graph):
         raise ValueError(
             f"{block}: add_self_edges=True with edges sharded over devices would add each "
-            "self-edge once per device; add the self-edges to the graph before sharding it and "
-            "pass add_self_edges=False."
+            "self-edge once per device; add them to the graph before sharding it "
+            "(gnkit.batching.add_self_edges) and pass add_self_edges=False."
         )
     every_node = jnp.arange(graph.nodes.shape[0], dtype=graph.senders.dtype)
     senders = jnp.concatenate([graph.senders, every_node])

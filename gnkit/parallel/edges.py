@@ -14,7 +14,8 @@ output spec rejects that. Jittable and differentiable.
 The GCN, GIN and attention blocks (`gnkit.convolutions`, `gnkit.attention`) and their `gnkit.nn`
 layers take these as `aggregator=` (and `softmax=`). A GCN adds its self-edge term after the
 reduction, so `add_self_edges` works sharded; attention layers would append their self-edges
-once per device and raise instead: add them to the edge list on the host before sharding.
+once per device and raise instead: add them on the host before sharding
+(`gnkit.batching.add_self_edges`).
 """
 
 from __future__ import annotations
