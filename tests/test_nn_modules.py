@@ -119,6 +119,30 @@ def test_factorised_dense_equals_dense_over_the_concatenation():
     assert_close(concat, expected)
 
 
+def test_factorised_dense_activation_and_gradients_match_the_concatenation():
+    """Row-aligned parts 2 and 17 wide (multiplied inside the fused sum, and by a matmul),
+    gathered parts, ReLU inside the rematerialised sum: values and gradients of both forms."""
+    table = RNG.normal(size=(6, 3)).astype(np.float32)
+    wide = RNG.normal(size=(7, 17)).astype(np.float32)
+    parts = [(EDGES, None), (wide, None), (table, SENDERS), (table, RECEIVERS)]
+    layer = FactorisedDense(5)
+    p = random_params(layer, parts)
+    concatenated = np.concatenate([EDGES, wide, table[SENDERS], table[RECEIVERS]], axis=-1)
+    expected = relu(concatenated @ p["kernel"] + p["bias"])
+
+    def loss(params, edges, table, factorised):
+        parts = [(edges, None), (wide, None), (table, SENDERS), (table, RECEIVERS)]
+        module = FactorisedDense(5, factorised=factorised)
+        return jnp.sum(module.apply({"params": params}, parts, jax.nn.relu) ** 2)
+
+    assert_close(layer.apply({"params": p}, parts, jax.nn.relu), expected)
+    grads = jax.grad(loss, argnums=(0, 1, 2))(p, EDGES, table, True)
+    reference = jax.grad(loss, argnums=(0, 1, 2))(p, EDGES, table, False)
+    jax.tree_util.tree_map(lambda a, b: assert_close(a, np.asarray(b), 1e-4), grads, reference)
+    outputs = 2 * expected * (expected > 0)
+    assert_close(grads[0]["kernel"], concatenated.T @ outputs, 1e-4)
+
+
 # ------------------------------------------------------------------------------ GraphNetwork
 
 
@@ -196,6 +220,102 @@ def test_lcm_aggregation_plugs_into_graph_network():
     pooled = segment_sum_np(relu(dense_np(EDGES[:4], p["aggregator"]["projection"])), receivers, 6)
     inputs = np.concatenate([NODES, pooled, GLOBALS[NODE_GRAPH]], -1)
     assert_close(out.nodes, dense_np(inputs, p["node_update"]["dense_0"]))
+
+
+def segment_mean_np(values, segments, n):
+    counts = segment_sum_np(np.ones((len(segments), 1)), segments, n)
+    return segment_sum_np(values, segments, n) / np.maximum(counts, 1.0)
+
+
+def messages_only_np(p, aggregate):
+    """Edge MLP (3 layers, linear last) on every edge, then `aggregate`d to receivers, senders
+    and graphs; node MLP on [nodes, received, sent, globals], global MLP on [edges, nodes,
+    globals]. The per-edge outputs are formed, as in the default path."""
+    edges = mlp_np(
+        np.concatenate([EDGES, NODES[SENDERS], NODES[RECEIVERS], GLOBALS[EDGE_GRAPH]], -1),
+        p["edge_update"],
+    )
+    received = aggregate(edges, RECEIVERS, 6)
+    sent = aggregate(edges, SENDERS, 6)
+    nodes = mlp_np(
+        np.concatenate([NODES, received, sent, GLOBALS[NODE_GRAPH]], -1), p["node_update"]
+    )
+    global_inputs = [aggregate(edges, EDGE_GRAPH, 2), aggregate(nodes, NODE_GRAPH, 2), GLOBALS]
+    return nodes, mlp_np(np.concatenate(global_inputs, -1), p["global_update"])
+
+
+@pytest.mark.parametrize(
+    "aggregator, aggregate_np", [("sum", segment_sum_np), ("mean", segment_mean_np)]
+)
+def test_graph_network_without_edge_outputs_matches_the_default_path(aggregator, aggregate_np):
+    """Last edge layer after the sum / mean: same params, same nodes, globals and gradients.
+
+    Node 3 receives no edge (degree 0: no bias term), node 1 receives three; biases are nonzero.
+    """
+    options = dict(aggregator=aggregator, global_aggregator=aggregator, use_sent_edges=True)
+    default = GraphNetwork((5, 4, 3), (6, 3), (4,), **options)
+    messages_only = default.copy(edge_outputs=False)
+    graph = make_graph()
+    params = random_params(default, graph)
+    out = messages_only.apply({"params": params}, graph)
+    assert out.edges is None
+    nodes, globals_ = messages_only_np(params, aggregate_np)
+    assert_close(out.nodes, nodes, tol=1e-4)
+    assert_close(out.globals, globals_, tol=1e-4)
+    reference = default.apply({"params": params}, graph)
+    assert_close(out.nodes, np.asarray(reference.nodes))
+
+    def loss(params, module):
+        out = module.apply({"params": params}, graph)
+        return jnp.sum(out.nodes**2) + jnp.sum(out.globals**2)
+
+    grads = jax.grad(loss)(params, messages_only)
+    expected = jax.grad(loss)(params, default)
+    jax.tree_util.tree_map(lambda a, b: assert_close(a, np.asarray(b), tol=1e-4), grads, expected)
+    assert np.abs(grads["edge_update"]["dense_2"]["bias"]).sum() > 0
+
+
+def test_graph_network_without_edge_outputs_one_layer_and_padding():
+    """A one-layer edge MLP is aggregated as is; padding leaves the real nodes unchanged."""
+    module = GraphNetwork((4,), (3,), use_globals=False, indices_are_sorted=False)
+    graph = make_graph(globals_=None)
+    params = random_params(module, graph)
+    edges = dense_np(
+        np.concatenate([EDGES, NODES[SENDERS], NODES[RECEIVERS]], -1),
+        params["edge_update"]["dense_0"],
+    )
+    nodes = dense_np(
+        np.concatenate([NODES, segment_sum_np(edges, RECEIVERS, 6)], -1),
+        params["node_update"]["dense_0"],
+    )
+    messages_only = module.copy(edge_outputs=False)
+    assert_close(messages_only.apply({"params": params}, graph).nodes, nodes)
+    two_layers = GraphNetwork((4, 2), (3,), use_globals=False, edge_outputs=False)
+    params = random_params(two_layers, graph)
+    expected = two_layers.copy(edge_outputs=True).apply({"params": params}, graph).nodes
+    padded = pad_with_graphs(graph, 9, 11, 4)
+    out_padded = two_layers.apply({"params": params}, padded)
+    assert out_padded.edges is None
+    assert_close(out_padded.nodes[:6], np.asarray(expected))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(aggregator="max"), "aggregator='max'"),
+        (dict(global_features=(2,), global_aggregator="min"), "global_aggregator='min'"),
+        (dict(aggregator=LCMAggregation(features=4, max_degree=2)), "only 'sum' and 'mean'"),
+        (dict(layer_norm=True), "not linear"),
+        (dict(activate_final=True), "not linear"),
+        (dict(node_features=None), "no node or global update"),
+        (dict(edge_features=None), "no edge update"),
+    ],
+)
+def test_graph_network_without_edge_outputs_rejects_nonlinear_settings(options, message):
+    settings = {"edge_features": (4, 3), "node_features": (3,), "use_globals": False, **options}
+    module = GraphNetwork(**settings, edge_outputs=False)
+    with pytest.raises(ValueError, match=message):
+        module.init(jax.random.PRNGKey(0), make_graph(globals_=None))
 
 
 def test_graph_independent():

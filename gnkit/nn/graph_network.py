@@ -14,6 +14,15 @@ with `W_e, W_s, W_r, W_u` the row blocks of `W`. That costs `O(N F H)` for the n
 of `O(E F H)`, a large saving when `E >> N`. `factorised=False` computes the left-hand side with
 the same parameters (one kernel, sliced into blocks), so the two are interchangeable.
 
+When only the aggregated edges are needed (`GraphNetwork(edge_outputs=False)`), the edge MLP's
+last layer, which is linear, moves after the aggregation, as in the recurrent relational network:
+
+    sum_j (h_j @ W + b) == (sum_j h_j) @ W + deg * b
+    mean_j (h_j @ W + b) == (mean_j h_j) @ W + b
+
+(the mean's `b` is 0 for a node without edges, as the mean itself), so the last layer costs
+`O(N H H)` instead of `O(E H H)` and the `[E, H]` per-edge outputs are never formed.
+
 Everything is jittable; node, edge and global features are arrays `[N, F]`, `[E, F]`, `[G, F]`.
 """
 
@@ -26,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gnkit import aggregators
 from gnkit.blocks import (
     Aggregator,
     aggregate_edges_to_globals,
@@ -39,10 +49,35 @@ from gnkit.nn.mlp import MLP
 
 Initializer = Callable[..., jax.Array]
 Part = tuple[jax.Array, jax.Array | None]
+Reduction = Callable[[jax.Array], jax.Array]
+_LINEAR_AGGREGATORS = (aggregators.sum, aggregators.mean)
 
 
 def _gather(features: jax.Array, index: jax.Array | None) -> jax.Array:
     return features if index is None else jnp.take(features, index, axis=0)
+
+
+@jax.custom_vjp
+def _unrolled_matmul(rows: jax.Array, kernel: jax.Array) -> jax.Array:
+    """`rows [M, K] @ kernel [K, F]` as `K` broadcast multiply-adds, which XLA fuses with the
+    elementwise ops around it (a dot is never fused, so its `[M, F]` output would be written out).
+    The gradients are plain matmuls."""
+    return sum(rows[:, k, None] * kernel[k] for k in range(rows.shape[1]))
+
+
+def _unrolled_matmul_fwd(rows, kernel):
+    return _unrolled_matmul(rows, kernel), (rows, kernel)
+
+
+def _unrolled_matmul_bwd(residuals, grad):
+    rows, kernel = residuals
+    return grad @ kernel.T, rows.T @ grad
+
+
+_unrolled_matmul.defvjp(_unrolled_matmul_fwd, _unrolled_matmul_bwd)
+
+# Row-aligned parts at most this wide are multiplied inside the fused gather-and-sum.
+_UNROLLED_MAX_WIDTH = 16
 
 
 class FactorisedDense(nn.Module):
@@ -50,11 +85,17 @@ class FactorisedDense(nn.Module):
 
     Called with `parts`, a sequence of `(table [R_k, F_k], index [M] or None)` pairs, it returns
     `concat_k(table_k[index_k]) @ kernel + bias`, `[M, features]` (a None index means the table
-    already has `M` rows). With `factorised=True` (default) each table is projected by its row
-    block of `kernel` before the gather, `sum_k (table_k @ kernel_k)[index_k] + bias`; with
-    `factorised=False` the concatenation is built and multiplied once. Both use the same
-    parameters, `kernel` `[sum_k F_k, features]` and `bias` `[features]`, and agree to float
-    tolerance. Jittable.
+    already has `M` rows), passed through `activation` if one is given. With `factorised=True`
+    (default) each table is projected by its row block of `kernel` before the gather,
+    `sum_k (table_k @ kernel_k)[index_k] + bias`; with `factorised=False` the concatenation is
+    built and multiplied once. Both use the same parameters, `kernel` `[sum_k F_k, features]` and
+    `bias` `[features]`, and agree to float tolerance.
+
+    In the factorised form the gathers, the sum, the bias and `activation` (a plain function)
+    run under `jax.checkpoint`: the backward pass recomputes them from the `[R_k, features]`
+    projections (elementwise work that XLA fuses into one loop) instead of keeping the gathered
+    `[M, features]` arrays alive, and row-aligned parts at most 16 wide are multiplied inside
+    that loop rather than by a separate matmul. Jittable.
     """
 
     features: int
@@ -64,29 +105,50 @@ class FactorisedDense(nn.Module):
     bias_init: Initializer = nn.initializers.zeros_init()
 
     @nn.compact
-    def __call__(self, parts: Sequence[Part]) -> jax.Array:
+    def __call__(
+        self,
+        parts: Sequence[Part],
+        activation: Callable[[jax.Array], jax.Array] | None = None,
+    ) -> jax.Array:
         sizes = [table.shape[-1] for table, _ in parts]
         kernel = self.param("kernel", self.kernel_init, (sum(sizes), self.features))
-        if self.factorised:
-            kernel_blocks = jnp.split(kernel, np.cumsum(sizes)[:-1], axis=0)
-            projected = [
-                _gather(table @ block, index)
-                for (table, index), block in zip(parts, kernel_blocks, strict=True)
-            ]
-            outputs = sum(projected[1:], projected[0])
-        else:
+        bias = self.param("bias", self.bias_init, (self.features,)) if self.use_bias else None
+        if not self.factorised:
             gathered = [_gather(table, index) for table, index in parts]
             outputs = jnp.concatenate(gathered, axis=-1) @ kernel
-        if self.use_bias:
-            outputs = outputs + self.param("bias", self.bias_init, (self.features,))
-        return outputs
+            if bias is not None:
+                outputs = outputs + bias
+            return outputs if activation is None else activation(outputs)
+        kernel_blocks = jnp.split(kernel, np.cumsum(sizes)[:-1], axis=0)
+        projected, indices, unrolled = [], [], []
+        for (table, index), block in zip(parts, kernel_blocks, strict=True):
+            if index is None and table.shape[-1] <= _UNROLLED_MAX_WIDTH:
+                unrolled.append((table, block))
+            else:
+                projected.append(table @ block)
+                indices.append(index)
+
+        def gather_and_sum(projected, unrolled, bias):
+            terms = [_gather(table, index) for table, index in zip(projected, indices, strict=True)]
+            terms += [_unrolled_matmul(table, block) for table, block in unrolled]
+            outputs = sum(terms[1:], terms[0])
+            if bias is not None:
+                outputs = outputs + bias
+            return outputs if activation is None else activation(outputs)
+
+        return jax.checkpoint(gather_and_sum)(projected, unrolled, bias)
 
 
 class _UpdateMLP(nn.Module):
     """`MLP` on the concatenated `parts`, its first layer a `FactorisedDense`.
 
     The parameters have `MLP`'s layout (`dense_0`, `dense_1`, ..., `LayerNorm_0`), with
-    `dense_0`'s kernel over the concatenated input.
+    `dense_0`'s kernel over the concatenated input. Called with `reductions`, linear maps from
+    rows `[M, H]` to `[S_k, H]` (segment sums or means), it returns one array per reduction,
+    `reduce_k(h) @ W + reduce_k(ones [M, 1]) * b` with `h` the last layer's input and `W, b` its
+    parameters: `reduce_k` of the per-row outputs, with the last layer applied after the
+    reduction (valid without a final activation or LayerNorm; a one-layer MLP reduces its
+    per-row outputs).
     """
 
     features: Sequence[int]
@@ -96,17 +158,38 @@ class _UpdateMLP(nn.Module):
     factorised: bool
 
     @nn.compact
-    def __call__(self, parts: Sequence[Part]) -> jax.Array:
+    def __call__(
+        self, parts: Sequence[Part], reductions: Sequence[Reduction] | None = None
+    ) -> jax.Array | list[jax.Array]:
         last = len(self.features) - 1
-        hidden = FactorisedDense(self.features[0], self.factorised, name="dense_0")(parts)
+        first_activation = None
+        if (last > 0 or self.activate_final) and not isinstance(self.activation, nn.Module):
+            first_activation = self.activation
+        hidden = FactorisedDense(self.features[0], self.factorised, name="dense_0")(
+            parts, first_activation
+        )
+        if reductions is not None and last == 0:
+            return [reduce(hidden) for reduce in reductions]
         for index, width in enumerate(self.features):
             if index > 0:
-                hidden = nn.Dense(width, name=f"dense_{index}")(hidden)
-            if index < last or self.activate_final:
+                dense = nn.Dense(width, name=f"dense_{index}")
+                if index == last and reductions is not None:
+                    return [_reduce_then_dense(dense, reduce, hidden) for reduce in reductions]
+                hidden = dense(hidden)
+            activated = index == 0 and first_activation is not None
+            if (index < last or self.activate_final) and not activated:
                 hidden = self.activation(hidden)
         if self.layer_norm:
             hidden = nn.LayerNorm()(hidden)
         return hidden
+
+
+def _reduce_then_dense(dense: nn.Dense, reduce: Reduction, rows: jax.Array) -> jax.Array:
+    """`reduce(dense(rows))` for a linear `reduce`, computed as `dense(reduce(rows))` plus the
+    bias times `reduce(ones) - 1` (`dense` adds the bias once)."""
+    outputs = dense(reduce(rows))
+    count = reduce(jnp.ones((rows.shape[0], 1), rows.dtype))
+    return outputs + (count - 1.0) * dense.variables["params"]["bias"]
 
 
 class GraphNetwork(nn.Module):
@@ -123,8 +206,17 @@ class GraphNetwork(nn.Module):
     input. Each MLP has layers `*_features` with `activation` between them (and after the last if
     `activate_final`), then LayerNorm if `layer_norm`; its first layer is a `FactorisedDense`
     (see the module docstring; `factorised=False` concatenates instead, same parameters).
-    `indices_are_sorted` declares `graph.receivers` sorted. Returns the graph with the updated
-    fields. Jittable.
+    `indices_are_sorted` declares `graph.receivers` sorted.
+
+    `edge_outputs=False` is for when only the aggregated edges matter (messages, as in an
+    interaction network): the edge MLP's last layer is applied after each aggregation instead of
+    on every edge (see the module docstring), which removes a matmul and several `[E, F]` passes
+    from the step. The node and global outputs are the same as with `edge_outputs=True`, with
+    the same parameters; the returned graph's `edges` is None. It needs linear aggregations
+    ('sum' or 'mean' for every edge reduction used), `activate_final=False`, `layer_norm=False`
+    and a node or global stage; otherwise it raises a `ValueError`.
+
+    Returns the graph with the updated fields. Jittable.
     """
 
     edge_features: Sequence[int] | None
@@ -139,6 +231,7 @@ class GraphNetwork(nn.Module):
     use_globals: bool = True
     factorised: bool = True
     indices_are_sorted: bool = False
+    edge_outputs: bool = True
 
     def _mlp(self, features: Sequence[int], name: str) -> _UpdateMLP:
         return _UpdateMLP(
@@ -150,9 +243,59 @@ class GraphNetwork(nn.Module):
             name=name,
         )
 
+    def _check_edge_outputs(self) -> None:
+        """Raise a `ValueError` if `edge_outputs=False` cannot give the default path's numbers."""
+        problem = None
+        if self.edge_features is None:
+            problem = "there is no edge update (edge_features is None)"
+        elif self.node_features is None and self.global_features is None:
+            problem = "no node or global update aggregates the edges"
+        elif self.activate_final or self.layer_norm:
+            problem = "the edge MLP's last layer is not linear (activate_final or layer_norm)"
+        else:
+            used = []
+            if self.node_features is not None:
+                used.append(("aggregator", self.aggregator))
+            if self.global_features is not None:
+                used.append(("global_aggregator", self.global_aggregator))
+            for name, aggregator in used:
+                if aggregators.get_aggregator(aggregator) not in _LINEAR_AGGREGATORS:
+                    problem = (
+                        f"{name}={aggregator!r} does not commute with a linear layer "
+                        "(only 'sum' and 'mean' do)"
+                    )
+        if problem is not None:
+            raise ValueError(
+                "GraphNetwork(edge_outputs=False) applies the edge MLP's last layer after "
+                f"aggregating the edges, but {problem}. Use edge_outputs=True."
+            )
+
+    def _edge_reductions(self, graph: GraphsTuple) -> dict[str, Reduction]:
+        """The edge aggregations the node and global stages read, as functions of `[E, H]`."""
+        reductions = {}
+        if self.node_features is not None:
+            reductions["received"] = lambda edges: aggregate_received_edges(
+                graph._replace(edges=edges),
+                self.aggregator,
+                indices_are_sorted=self.indices_are_sorted,
+            )
+            if self.use_sent_edges:
+                require(graph, "senders", block="GraphNetwork")
+                reductions["sent"] = lambda edges: aggregate_sent_edges(
+                    graph._replace(edges=edges), self.aggregator
+                )
+        if self.global_features is not None:
+            reductions["edges_to_globals"] = lambda edges: aggregate_edges_to_globals(
+                graph._replace(edges=edges), self.global_aggregator
+            )
+        return reductions
+
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        if not self.edge_outputs:
+            self._check_edge_outputs()
         with_globals = ("globals",) if self.use_globals else ()
+        reduced = None
         if self.edge_features is not None:
             require(
                 graph, "nodes", "edges", "senders", "receivers", *with_globals, block="GraphNetwork"
@@ -164,23 +307,42 @@ class GraphNetwork(nn.Module):
             ]
             if self.use_globals:
                 parts.append((graph.globals, edge_graph_index(graph)))
-            graph = graph._replace(edges=self._mlp(self.edge_features, "edge_update")(parts))
+            edge_mlp = self._mlp(self.edge_features, "edge_update")
+            if self.edge_outputs:
+                graph = graph._replace(edges=edge_mlp(parts))
+            else:
+                reductions = self._edge_reductions(graph)
+                aggregated = edge_mlp(parts, tuple(reductions.values()))
+                reduced = dict(zip(reductions, aggregated, strict=True))
+                graph = graph._replace(edges=None)
         if self.node_features is not None:
-            require(graph, "nodes", "edges", "receivers", *with_globals, block="GraphNetwork")
-            received = aggregate_received_edges(
-                graph, self.aggregator, indices_are_sorted=self.indices_are_sorted
-            )
+            if reduced is None:
+                require(graph, "nodes", "edges", "receivers", *with_globals, block="GraphNetwork")
+                received = aggregate_received_edges(
+                    graph, self.aggregator, indices_are_sorted=self.indices_are_sorted
+                )
+                sent = None
+                if self.use_sent_edges:
+                    require(graph, "senders", block="GraphNetwork")
+                    sent = aggregate_sent_edges(graph, self.aggregator)
+            else:
+                require(graph, "nodes", *with_globals, block="GraphNetwork")
+                received, sent = reduced["received"], reduced.get("sent")
             parts = [(graph.nodes, None), (received, None)]
-            if self.use_sent_edges:
-                require(graph, "senders", block="GraphNetwork")
-                parts.append((aggregate_sent_edges(graph, self.aggregator), None))
+            if sent is not None:
+                parts.append((sent, None))
             if self.use_globals:
                 parts.append((graph.globals, node_graph_index(graph)))
             graph = graph._replace(nodes=self._mlp(self.node_features, "node_update")(parts))
         if self.global_features is not None:
-            require(graph, "nodes", "edges", *with_globals, block="GraphNetwork")
+            if reduced is None:
+                require(graph, "nodes", "edges", *with_globals, block="GraphNetwork")
+                edges_to_globals = aggregate_edges_to_globals(graph, self.global_aggregator)
+            else:
+                require(graph, "nodes", *with_globals, block="GraphNetwork")
+                edges_to_globals = reduced["edges_to_globals"]
             parts = [
-                (aggregate_edges_to_globals(graph, self.global_aggregator), None),
+                (edges_to_globals, None),
                 (aggregate_nodes_to_globals(graph, self.global_aggregator), None),
             ]
             if self.use_globals:
