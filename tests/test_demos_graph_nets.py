@@ -1,14 +1,12 @@
 """graph_nets' three demos: masked losses, bucketed batches, tiny CLI runs; full runs are slow."""
 
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _forced_devices import run_with_devices
 
 from gnkit.batching import batch_np, pad_with_graphs
 from gnkit.demos import _classification as labelling
@@ -111,15 +109,7 @@ def test_sort_trains_with_pmap_and_mesh_like_one_device(tmp_path):
         "        f'{sys.argv[1]}/{mode}', '--parallel', mode, '--no-progress'])\n"
         "    assert code == 0, mode\n"
     )
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_with_devices(script, str(tmp_path))
     config = sort.CONFIGS["tiny"]
     model, example = labelling.classification_model(config), sort.TASK.example()
     params = {

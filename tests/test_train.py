@@ -1,14 +1,12 @@
 """Tests for gnkit.train (loop, checkpoints, exact resume) and the Sudoku demo's commands."""
 
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _forced_devices import run_with_devices
 
 from gnkit import train as training
 from gnkit.demos import sudoku as demo
@@ -232,16 +230,8 @@ def test_sudoku_trains_with_pmap_and_mesh_like_one_device(tmp_path):
         "        '--parallel', mode, '--no-progress'])\n"
         "    assert code == 0, mode\n"
     )
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "pmap on 8 device(s)" in done.stdout and "mesh on 8 device(s)" in done.stdout
+    stdout = run_with_devices(script, str(tmp_path))
+    assert "pmap on 8 device(s)" in stdout and "mesh on 8 device(s)" in stdout
     states = {
         mode: training.load_checkpoint(
             training.latest_checkpoint(tmp_path / mode / "checkpoints"), demo.init_state(CONFIG)
