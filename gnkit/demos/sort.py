@@ -23,7 +23,8 @@ from gnkit.demos import _graph_nets as common
 from gnkit.tasks import sorting
 
 CONFIGS = {
-    "default": common.DemoConfig(train_steps=3000),
+    # 5000 steps: at 3000, one of three seeds (0) was still climbing (92% of 8-16 lists solved).
+    "default": common.DemoConfig(train_steps=5000),
     "tiny": common.DemoConfig(
         train_steps=40,
         batch_size=8,
