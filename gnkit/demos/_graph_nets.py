@@ -69,6 +69,27 @@ class DemoConfig:
     seed: int = 0
 
 
+def tiny_config(size: int, **overrides) -> DemoConfig:
+    """A config for tests and smoke runs: 40 steps on graphs of `size` (training and the one
+    test range), latent 8, 2 processing steps, a fast compile; `overrides` replace any field.
+    Monitoring and test batches share one padded shape, so prediction compiles once."""
+    settings = dict(
+        train_steps=40,
+        batch_size=8,
+        latent_size=8,
+        num_processing_steps=2,
+        eval_processing_steps=2,
+        train_sizes=(size, size),
+        test_sizes=((size, size),),
+        eval_graphs=16,
+        eval_batch_size=8,
+        monitor_graphs=8,
+        eval_every_steps=20,
+        quick_compile=True,
+    )
+    return DemoConfig(**{**settings, **overrides})
+
+
 def override(config: DemoConfig, pairs: Sequence[tuple[str, str]] | None) -> DemoConfig:
     """`config` with `FIELD VALUE` pairs from the command line applied (JSON values)."""
     fields = {field.name for field in dataclasses.fields(config)}

@@ -46,19 +46,14 @@ CONFIGS = {
         monitor_graphs=200,
         eval_every_steps=1000,
     ),
-    "tiny": common.DemoConfig(
-        train_steps=40,
+    "tiny": common.tiny_config(
+        4,
         batch_size=16,
-        latent_size=8,
         num_processing_steps=1,
         eval_processing_steps=1,
-        train_sizes=(4, 4),
-        test_sizes=((4, 4),),
         eval_graphs=4,
         eval_batch_size=4,
-        monitor_graphs=4,  # every evaluation has the same padded shape: one predict compile
-        quick_compile=True,
-        eval_every_steps=20,
+        monitor_graphs=4,
     ),
 }
 

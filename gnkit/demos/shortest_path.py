@@ -24,20 +24,7 @@ from gnkit.tasks import shortest_path
 
 CONFIGS = {
     "default": common.DemoConfig(train_steps=4000),
-    "tiny": common.DemoConfig(
-        train_steps=40,
-        batch_size=8,
-        latent_size=8,
-        num_processing_steps=2,
-        eval_processing_steps=2,
-        train_sizes=(6, 6),
-        test_sizes=((6, 6),),
-        eval_graphs=16,
-        eval_batch_size=8,
-        monitor_graphs=8,
-        eval_every_steps=20,
-        quick_compile=True,
-    ),
+    "tiny": common.tiny_config(6),
 }
 
 

@@ -25,20 +25,7 @@ from gnkit.tasks import sorting
 CONFIGS = {
     # 5000 steps: at 3000, one of three seeds (0) was still climbing (92% of 8-16 lists solved).
     "default": common.DemoConfig(train_steps=5000),
-    "tiny": common.DemoConfig(
-        train_steps=40,
-        batch_size=8,
-        latent_size=8,
-        num_processing_steps=2,
-        eval_processing_steps=2,
-        train_sizes=(5, 5),
-        test_sizes=((5, 5),),
-        eval_graphs=16,
-        eval_batch_size=8,
-        monitor_graphs=8,  # the same padded shape as the test batches: one predict compile
-        eval_every_steps=20,
-        quick_compile=True,
-    ),
+    "tiny": common.tiny_config(5),
 }
 
 
