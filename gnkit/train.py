@@ -207,7 +207,7 @@ def fit(
             if step % log_every_steps == 0 or step == num_steps:
                 means = {key: float(np.mean(jax.device_get(v))) for key, v in window.items()}
                 window = {}
-                state = snapshot(state, params, opt_state, step)
+                state = clocked(state.replace(step=step))
                 record("train", state, means)
                 if bar is not None:
                     bar.set_status(means)
