@@ -19,8 +19,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gnkit.aggregators import get_aggregator
-from gnkit.attention import _edge_index, gat
+from gnkit.attention import _attend, _check_combine, _combine_heads, _edge_index, gat
 from gnkit.blocks import Aggregator
 from gnkit.convolutions import gcn, gin, graph_sage
 from gnkit.graph import GraphsTuple, require
@@ -148,10 +147,7 @@ class GATv2(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="GATv2")
-        if self.combine_heads not in ("concat", "mean"):
-            raise ValueError(
-                f"combine_heads must be 'concat' or 'mean', got {self.combine_heads!r}"
-            )
+        _check_combine(self.combine_heads)
         n_node = graph.nodes.shape[0]
         width = self.num_heads * self.features
         source = nn.Dense(width, name="source")(graph.nodes).reshape(n_node, self.num_heads, -1)
@@ -164,15 +160,10 @@ class GATv2(nn.Module):
         )
         hidden = jax.nn.leaky_relu(source[senders] + target[receivers], self.negative_slope)
         logits = jnp.einsum("ehd,hd->eh", hidden, attention)
-        weights = self.softmax(logits, receivers, n_node, indices_are_sorted=is_sorted)
-        sorted_flag = {"indices_are_sorted": True} if is_sorted else {}
-        per_head = get_aggregator(self.aggregator)(
-            source[senders] * weights[..., None], receivers, n_node, **sorted_flag
+        per_head = _attend(
+            logits, source, senders, receivers, n_node, is_sorted, self.softmax, self.aggregator
         )
-        if self.combine_heads == "concat":
-            nodes = per_head.reshape(n_node, width)
-        else:
-            nodes = per_head.mean(axis=1)
+        nodes = _combine_heads(per_head, self.combine_heads)
         if self.use_bias:
             bias_width = _bias_width(self.features, self.num_heads, self.combine_heads)
             nodes = nodes + self.param("bias", nn.initializers.zeros_init(), (bias_width,))
