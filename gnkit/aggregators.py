@@ -3,13 +3,14 @@
 The protocol is one signature, `aggregate(data, segment_ids, num_segments,
 indices_are_sorted=False)`, with `data` `[E, ..., F]`, int `segment_ids` `[E]` and a static int
 `num_segments` `S`, returning `[S, ..., F']`. jraph's segment functions fit it, and so does a bound
-Flax module such as `LCMAggregation`. The named aggregators here (`sum`, `mean`, `max`, `min`,
-`var`, `std`) are built on the safe segment ops: an empty segment gives 0 and finite gradients.
-Everything is jittable.
+Flax module such as `gnkit.nn.LCMAggregation`. The named aggregators here (`sum`, `mean`, `max`,
+`min`, `var`, `std`) are built on the safe segment ops: an empty segment gives 0 and finite
+gradients. Everything is jittable.
 
-Learned aggregation: `LCMAggregation` (Ong and Velickovic 2022, "Learnable Commutative Monoids for
-Graph Neural Networks") combines each segment's elements with a commutative learned binary operator
-in a balanced binary tree; `tree_reduce` is the tree for any binary operator.
+Learned aggregation: `tree_reduce` combines each segment's elements with any binary operator in a
+balanced binary tree; the Flax module `gnkit.nn.LCMAggregation` (Ong and Velickovic 2022,
+"Learnable Commutative Monoids for Graph Neural Networks") runs it with a commutative learned
+operator. This module holds no parameters and does not import Flax.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,7 +28,6 @@ from gnkit import segment
 # them as `aggregators.sum` or by name through `get_aggregator`.
 __all__ = [
     "Aggregator",
-    "LCMAggregation",
     "degree_scaler",
     "get_aggregator",
     "mean",
@@ -117,13 +116,18 @@ def power_mean(
 ) -> Aggregator:
     """Power mean over each segment: `(mean_i clip(x_i, min_value, max_value) ** p) ** (1 / p)`.
 
-    As PyTorch Geometric's `PowerMeanAggregation` (DeeperGCN), for non-negative features, `p > 0`.
-    Differences: PyG clamps inputs at 0, where `x ** p` has an infinite gradient for `p < 1`; here
-    the floor is a small positive `min_value`, so gradients stay finite, and an empty segment gives
-    exactly 0 with zero gradient. PyG also clamps the mean of powers to 100 before the root
-    (capping the result at `100 ** (1 / p)`) and skips all clamping when `p == 1`; here the input
-    clip alone bounds the result by `max_value`, for every `p`. `p` may be traced (learned).
+    For non-negative features and `p > 0` (DeeperGCN, Li et al. 2020). `p` may be traced
+    (learned). The result lies in `[min_value, max_value]`; an empty segment gives exactly 0 with
+    zero gradient. The small positive floor keeps the gradient of `x ** p` finite for `p < 1`.
     Returns an aggregator `[E, ...]` -> `[S, ...]`; jittable.
+
+    PyTorch Geometric 2.8's `PowerMeanAggregation(p, clamp_min=1e-4, clamp_max=100)` clamps the
+    inputs to `[clamp_min, clamp_max]` as here, and also clamps each segment's mean of powers to
+    that range before the root, so its result lies in `[clamp_min ** (1/p), clamp_max ** (1/p)]`
+    (an empty segment gives `clamp_min ** (1/p)`); when `p` is the number 1 it clamps nothing
+    (a plain mean, negative inputs included), where this clips for every `p`. With
+    `min_value=1e-4` the two agree on every non-empty segment whose mean of powers lies in
+    `[1e-4, 100]`.
     """
 
     def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):
@@ -196,10 +200,11 @@ def degree_scaler(
     With `d` a segment's element count and `delta = average_log_degree` (the training set's mean
     of `log(d + 1)` over receiving nodes, see `mean_log_degree`): 'identity' leaves the output
     alone, 'amplification' multiplies it by `log(d + 1) / delta`, 'attenuation' by
-    `delta / log(max(d, 1) + 1)`. The clamp keeps attenuation finite on empty segments (PyTorch
-    Geometric's `DegreeScalerAggregation` divides by `log(1) = 0` there); the safe aggregators give
-    0 on those rows anyway. A sequence of scalers concatenates the scaled outputs along the last
-    axis, `[S, ..., len(scaler) * F]`. Jittable.
+    `delta / log(max(d, 1) + 1)`, so attenuation stays finite on empty segments. These are the
+    formulas of PyTorch Geometric 2.8's `DegreeScalerAggregation` (its `avg_deg_log` is
+    `mean_log_degree` of the training in-degrees); its 'linear' and 'inverse_linear' scalers are
+    not here. A sequence of scalers concatenates the scaled outputs along the last axis,
+    `[S, ..., len(scaler) * F]`. Jittable.
     """
     base = get_aggregator(aggregator)
     scalers = (scaler,) if isinstance(scaler, str) else tuple(scaler)
@@ -300,61 +305,3 @@ def tree_reduce(
         nodes = jnp.where(has_right, binary_op(left, right), left)
         mask = mask[:, 0::2]
     return nodes[:, 0]
-
-
-class LCMAggregation(nn.Module):
-    """Learnable commutative monoid aggregation (Ong and Velickovic 2022).
-
-    `op(a, b) = (GRU(input=a, hidden=b) + GRU(input=b, hidden=a)) / 2` is commutative by
-    construction; `tree_reduce` applies it over each segment in a tree of depth
-    `ceil(log2(max_degree))`. Called as an `Aggregator`: `[E, F_in]` -> `[S, features]`, jittable.
-
-    Attributes:
-      features: output size (PyG's `out_channels`), also the GRU's hidden size.
-      max_degree: static bound on the number of elements of a segment (PyG's `max_num_elements`);
-        elements past it are dropped.
-      project: apply `activation(Dense(features))` to the inputs first, as PyG's `project=True`.
-        Without it the input size must equal `features`.
-      activation: the projection's activation (PyG: ReLU).
-
-    Differences from PyTorch Geometric's `LCMAggregation`:
-      - Padding: PyG pads every segment with zero vectors to the batch's largest degree and folds
-        those zeros in through the GRU, so a node's output changes with the other nodes' degrees
-        (a one-element segment does not give its element back). Here missing elements are carried
-        up unchanged: the result depends only on the segment's own elements.
-      - Empty segments give zeros (PyG: the GRU tree over zero vectors).
-      - Unsorted ids are accepted (a stable argsort keeps each segment's element order); PyG
-        requires sorted ids.
-      - Flax's `GRUCell` has one bias per reset/update gate where PyTorch's has two that add up:
-        the same functions, but weights map over by summing those biases.
-    As in PyG, the tree follows the elements' order, so the whole aggregation is not permutation
-    invariant beyond two elements (only each combine step is).
-    """
-
-    features: int
-    max_degree: int
-    project: bool = True
-    activation: Callable[[jax.Array], jax.Array] = nn.relu
-
-    def setup(self):
-        self.projection = nn.Dense(self.features) if self.project else None
-        self.gru = nn.GRUCell(self.features)
-
-    def combine(self, a: jax.Array, b: jax.Array) -> jax.Array:
-        """The commutative operator on `[..., features]` arrays: both GRU orders, averaged."""
-        inputs = jnp.stack([a, b])
-        hidden = jnp.stack([b, a])
-        updated, _ = self.gru(hidden, inputs)
-        return (updated[0] + updated[1]) / 2
-
-    def __call__(self, data, segment_ids, num_segments, indices_are_sorted=False):
-        if self.project:
-            data = self.activation(self.projection(data))
-        elif data.shape[-1] != self.features:
-            raise ValueError(
-                f"LCMAggregation(project=False) needs inputs of size features={self.features}, "
-                f"got {data.shape[-1]}"
-            )
-        return tree_reduce(
-            self.combine, data, segment_ids, num_segments, self.max_degree, indices_are_sorted
-        )

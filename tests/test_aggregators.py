@@ -1,7 +1,9 @@
 """Aggregators against NumPy references; LCM's tree against trees written out by hand."""
 
+import ast
 import functools
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +12,7 @@ import pytest
 from jax.test_util import check_grads
 
 from gnkit import aggregators
+from gnkit.nn import LCMAggregation
 
 # Five segments: 0 has three elements, 1 is empty, 2 has one, 3 has three, 4 is empty (trailing).
 IDS = np.array([3, 0, 2, 0, 3, 0, 3])
@@ -246,7 +249,7 @@ FEATURES = 4
 @pytest.fixture(scope="module")
 def lcm():
     """An LCM (projection 3 -> 4), its parameters, jitted `apply`, `combine` and projection."""
-    module = aggregators.LCMAggregation(features=FEATURES, max_degree=5)
+    module = LCMAggregation(features=FEATURES, max_degree=5)
     data = jnp.asarray(_data((7, 3)))
     # Random parameters of the right shapes: cheaper to build than compiling the initializers.
     init = functools.partial(module.init, num_segments=NUM_SEGMENTS)
@@ -257,7 +260,7 @@ def lcm():
     )
     apply = jax.jit(module.apply, static_argnums=3)
     combine = jax.jit(
-        lambda a, b: module.apply(params, a, b, method=aggregators.LCMAggregation.combine)
+        lambda a, b: module.apply(params, a, b, method=LCMAggregation.combine)
     )
     projection = params["params"]["projection"]
 
@@ -292,7 +295,7 @@ def test_lcm_two_element_permutation_and_padding_invariance(lcm):
     ids = jnp.array([1, 0, 2, 0, 3, 3, 3])  # segment 0 holds rows 1 and 3
     out = apply(params, data, ids, NUM_SEGMENTS)
     np.testing.assert_allclose(apply(params, swapped, ids, NUM_SEGMENTS)[0], out[0], rtol=1e-6)
-    wider = aggregators.LCMAggregation(features=FEATURES, max_degree=16)
+    wider = LCMAggregation(features=FEATURES, max_degree=16)
     wider_apply = jax.jit(wider.apply, static_argnums=3)
     np.testing.assert_allclose(wider_apply(params, data, ids, NUM_SEGMENTS), out, rtol=1e-6)
 
@@ -311,6 +314,20 @@ def test_lcm_gradients_finite_with_empty_segments(lcm):
 
 
 def test_lcm_without_projection_needs_matching_width():
-    module = aggregators.LCMAggregation(features=3, max_degree=2, project=False)
+    module = LCMAggregation(features=3, max_degree=2, project=False)
     with pytest.raises(ValueError, match="features=3"):
         jax.eval_shape(module.init, jax.random.key(0), jnp.ones((2, 5)), jnp.array([0, 0]), 1)
+
+
+def test_aggregators_module_does_not_import_flax():
+    """Layering: the functional aggregators sit below `gnkit.nn`; the LCM module lives there."""
+    source = Path(aggregators.__file__).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert "flax" not in imported
+    assert not hasattr(aggregators, "LCMAggregation")
+    assert LCMAggregation.__module__ == "gnkit.nn.lcm"

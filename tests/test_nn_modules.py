@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gnkit.aggregators import LCMAggregation
+from gnkit.nn import LCMAggregation
 from gnkit.batching import pad_with_graphs
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode

@@ -1,9 +1,9 @@
 """Flax linen modules built on gnkit's functional blocks."""
 
-from gnkit.aggregators import LCMAggregation
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
 from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
+from gnkit.nn.lcm import LCMAggregation
 from gnkit.nn.mlp import MLP
 from gnkit.nn.rrn import RecurrentRelationalNetwork
 
