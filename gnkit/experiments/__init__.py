@@ -1,0 +1,54 @@
+"""A small experiment framework: every gnkit demo gets the same verbs, flags and run directories.
+
+A demo declares a typed config (a frozen dataclass, named presets such as `tiny`, `cpu`,
+`paper`) and its verbs; `run(demo, argv)` does the rest:
+
+- flags with one meaning everywhere: `--config PRESET`, `--set KEY=VALUE` (repeatable, parsed by
+  the field's declared type: bool, int, float, str, tuples, `Literal[...]`, unions such as
+  `bool | Literal["block"]` or `int | None`), `--seed`, `--run-dir`, `--json`, `--plot`,
+  `--parallel single|pmap|mesh`, `--no-progress`, plus each verb's own flags;
+- run directories (`config.json`, `metrics.jsonl`, `checkpoints/`, `<verb>.json`): a run of
+  another config is refused naming the keys that differ, the same config resumes, and nothing
+  is written before the verb asks for a path;
+- bad input of any kind (out-of-range value, unknown key, wrong type, unusable run directory or
+  output path, unreadable data file or checkpoint) is one line naming the flag or file, exit
+  status 2, no traceback: verbs raise `UsageError` (helpers: `file_error`, `reading_file`,
+  `check_shape`), and declared minimums (`setting(..., minimum=1)`) or `validate()` are
+  checked before anything runs;
+- `--json` results, figures only where asked or into the run directory (`Options.plot_path`),
+  matplotlib imported on first use (`pyplot`);
+- SIGINT / SIGTERM handled by the entry point only: verbs poll `options.should_stop()`.
+
+Typed values are parsed with tyro's constructor registry (see `overrides` for why tyro, and why
+argparse lays out the verbs). Host.
+"""
+
+from gnkit.experiments.cli import PARALLEL_MODES, build_parser, run
+from gnkit.experiments.config import check_config, setting
+from gnkit.experiments.demo import Demo, Options, Verb
+from gnkit.experiments.errors import UsageError, check_shape, file_error, reading_file
+from gnkit.experiments.overrides import parse_override, parse_value
+from gnkit.experiments.results import pyplot, save_figure, to_json, write_json
+from gnkit.experiments.run_dir import RunDir
+
+__all__ = [
+    "PARALLEL_MODES",
+    "Demo",
+    "Options",
+    "RunDir",
+    "UsageError",
+    "Verb",
+    "build_parser",
+    "check_config",
+    "check_shape",
+    "file_error",
+    "parse_override",
+    "parse_value",
+    "pyplot",
+    "reading_file",
+    "run",
+    "save_figure",
+    "setting",
+    "to_json",
+    "write_json",
+]

@@ -1,0 +1,128 @@
+"""What a demo declares: presets of a typed config, and verbs; what a verb receives: `Options`.
+
+A verb is `function(config, run_dir, options) -> results dict | None`. `config` is the resolved
+config (preset or saved run, `--seed` and `--set` applied, constraints checked); `run_dir` the
+`RunDir` (`None` for verbs without one); `options` the common flags, the verb's own flags and
+`should_stop`, a callable that turns true once the user asked the process to stop (SIGINT or
+SIGTERM): a training loop checks it between updates, saves and returns. Host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from gnkit.experiments.overrides import check_settable, field_types
+from gnkit.experiments.run_dir import RunDir
+
+RunDirUse = Literal["create", "existing"] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The parsed common flags of one command, the verb's own flags, and the stop hook.
+
+    `json_path` is `--json` (`-` for stdout), `plot` is `--plot`, `parallel` is `--parallel`
+    (`single`, `pmap` or `mesh`), `progress` is false with `--no-progress`, `flags` holds the
+    flags the verb added itself (`add_flags`), `preset` the `--config` name (`None` when the
+    config came from an earlier run).
+    """
+
+    verb: str
+    preset: str | None
+    parallel: str
+    json_path: str | None
+    plot: Path | None
+    progress: bool
+    flags: argparse.Namespace
+    should_stop: Callable[[], bool] = lambda: False
+
+    def plot_path(self, run_dir: RunDir | None, name: str, main: bool = True) -> Path | None:
+        """Where to save the figure `name` (e.g. `training.png`), or `None` for no figure.
+
+        With `--plot PATH` the verb's main figure goes to PATH and any other beside it as
+        `<PATH stem>_<name>`; without it, figures go into the run directory, and a verb
+        without a run directory draws nothing (never into the working directory unasked).
+        """
+        if self.plot is not None:
+            if main:
+                return self.plot
+            return self.plot.with_name(f"{self.plot.stem}_{Path(name).stem}{self.plot.suffix}")
+        return run_dir.file(name) if run_dir is not None else None
+
+
+VerbFunction = Callable[[Any, RunDir | None, Options], Mapping[str, Any] | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verb:
+    """One command of a demo (`train`, `eval`, `demo`, `solve`, ...).
+
+    `run_dir`: `"create"` (a run of the resolved config: a new directory, or the same config to
+    resume; other configs are refused), `"existing"` (an earlier run: the config saved there,
+    `--set` applied on top and not saved), or `None` (no run directory). `add_flags(parser)`
+    adds the verb's own argparse flags; their values arrive in `options.flags`.
+    """
+
+    name: str
+    function: VerbFunction
+    help: str
+    run_dir: RunDirUse = "create"
+    add_flags: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Demo:
+    """A demo: its `name` (`gnkit NAME`), a one-line `description`, config `presets` (frozen
+    dataclasses of one type, with a `seed` field; the first preset is the default unless
+    `default_preset` says otherwise) and its `verbs`.
+
+    Conventions shared by every demo's config: `seed`, `updates` (optimiser steps of training)
+    and `steps` (message-passing steps), when the demo has them.
+    """
+
+    name: str
+    description: str
+    presets: Mapping[str, Any]
+    verbs: Sequence[Verb]
+    default_preset: str | None = None
+
+    def __post_init__(self):
+        if not self.presets:
+            raise ValueError(f"demo {self.name}: no config presets")
+        types = {type(config) for config in self.presets.values()}
+        if len(types) != 1:
+            raise TypeError(f"demo {self.name}: presets of several types {sorted(map(str, types))}")
+        config_type = types.pop()
+        if not dataclasses.is_dataclass(config_type) or not config_type.__dataclass_params__.frozen:
+            raise TypeError(f"demo {self.name}: {config_type.__name__} is not a frozen dataclass")
+        if "seed" not in field_types(config_type):
+            raise TypeError(f"demo {self.name}: {config_type.__name__} has no `seed` field")
+        check_settable(config_type)
+        names = [verb.name for verb in self.verbs]
+        if len(set(names)) != len(names) or not names:
+            raise ValueError(f"demo {self.name}: verb names must be unique and non-empty: {names}")
+        if self.default_preset is not None and self.default_preset not in self.presets:
+            raise ValueError(f"demo {self.name}: default preset {self.default_preset!r} unknown")
+
+    @property
+    def config_type(self) -> type:
+        """The config dataclass of every preset."""
+        return type(next(iter(self.presets.values())))
+
+    @property
+    def default(self) -> str:
+        """The preset used without `--config`."""
+        return self.default_preset or next(iter(self.presets))
+
+    @property
+    def default_run_dir(self) -> Path:
+        """`runs/<name>` (dashes become underscores)."""
+        return Path("runs") / self.name.replace("-", "_")
+
+    def verb(self, name: str) -> Verb:
+        """The verb called `name`."""
+        return next(verb for verb in self.verbs if verb.name == name)

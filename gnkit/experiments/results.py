@@ -1,0 +1,65 @@
+"""Results and plots: `--json` files, a verb's results in its run directory, matplotlib on demand.
+
+matplotlib is imported only inside `pyplot()`, so `import gnkit.experiments` stays light. Host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def to_json(results: Mapping[str, Any]) -> str:
+    """`results` as indented JSON (NumPy scalars and arrays, paths and dataclasses converted)."""
+    return json.dumps(results, indent=2, default=_jsonable) + "\n"
+
+
+def write_json(path: str | Path, results: Mapping[str, Any]) -> None:
+    """Write `results` to `path` atomically (`-` prints them to stdout instead)."""
+    text = to_json(results)
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only), imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(figure, path: str | Path, dpi: int = 110) -> Path:
+    """Save a matplotlib `figure` to `path` (parent folders created), close it, return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi)
+    pyplot().close(figure)
+    return path

@@ -1,0 +1,132 @@
+"""Run directories: one config per directory, created on first write, resumed when it matches.
+
+`RunDir.check` only reads: it refuses a path that is a file, a directory that cannot be written,
+and a directory whose `config.json` holds another config (naming the differing keys). Nothing is
+written until the verb asks for a path to write (`RunDir.file`, `metrics_path`,
+`checkpoint_dir`), so a command rejected before that leaves no directory or `config.json` behind.
+Layout: `config.json`, `metrics.jsonl` (one JSON record a line, `gnkit.train.fit`'s format),
+`checkpoints/`, `<verb>.json` (the verb's results) and any plots the verb writes. Host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gnkit.experiments.config import (
+    config_dict,
+    config_from_dict,
+    differing_keys,
+    read_config_json,
+)
+from gnkit.experiments.errors import UsageError
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINT_DIR = "checkpoints"
+
+
+def _nearest_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable(path: Path, flag: str, directory: bool) -> None:
+    """`UsageError` unless `path` can be created or written (a directory if `directory`).
+
+    Reads only: an existing path must be of the right kind and writable; a new one must lie
+    under a writable directory.
+    """
+    if path.exists():
+        if directory and not path.is_dir():
+            raise UsageError(f"{flag} {path}: is a file, expected a directory")
+        if not directory and path.is_dir():
+            raise UsageError(f"{flag} {path}: is a directory, expected a file path")
+        target = path if directory else path.parent
+    else:
+        target = _nearest_existing(path)
+        if not target.is_dir():
+            raise UsageError(f"{flag} {path}: {target} is a file, expected a directory")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {target} is not writable")
+
+
+@dataclasses.dataclass
+class RunDir:
+    """The run directory of one command, holding `config`; created lazily on first write."""
+
+    path: Path
+    config: Any
+
+    @property
+    def exists(self) -> bool:
+        """Whether the directory holds this run's `config.json` (written now or earlier)."""
+        return (self.path / CONFIG_FILE).exists()
+
+    def create(self) -> Path:
+        """Make the directory and write `config.json` if it is not there; return the path."""
+        config_path = self.path / CONFIG_FILE
+        if not config_path.exists():
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                temporary = self.path / f".{CONFIG_FILE}.tmp"
+                temporary.write_text(json.dumps(config_dict(self.config), indent=2) + "\n")
+                os.replace(temporary, config_path)
+            except OSError as error:
+                reason = error.strerror or type(error).__name__
+                raise UsageError(f"--run-dir {self.path}: cannot write ({reason})") from None
+        return self.path
+
+    def file(self, name: str) -> Path:
+        """`path/name`, creating the run directory first."""
+        return self.create() / name
+
+    @property
+    def metrics_path(self) -> Path:
+        """`metrics.jsonl` (created directory): one JSON record a line."""
+        return self.file(METRICS_FILE)
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """`checkpoints/` (the run directory is created; the folder is left to the writer)."""
+        return self.file(CHECKPOINT_DIR)
+
+
+def open_for_config(path: Path, config: Any) -> RunDir:
+    """A `RunDir` for a run of `config` at `path`: new, or the same config to resume.
+
+    `UsageError` if `path` is a file or not writable, or holds a run with another config (the
+    message names the keys that differ and both values).
+    """
+    check_writable(path, "--run-dir", directory=True)
+    config_path = path / CONFIG_FILE
+    if config_path.exists():
+        saved = read_config_json(config_path)
+        keys = differing_keys(saved, config)
+        if keys:
+            current = config_dict(config)
+            changes = ", ".join(
+                f"{key} {saved.get(key, '(absent)')!r} there, {current.get(key, '(absent)')!r} here"
+                for key in keys
+            )
+            raise UsageError(
+                f"--run-dir {path} holds a run with another config ({changes}); "
+                "use another --run-dir, or the same settings to resume"
+            )
+    return RunDir(path, config)
+
+
+def open_existing(path: Path, config_type: type) -> RunDir:
+    """The `RunDir` of an earlier run at `path`, with the config saved there."""
+    config_path = path / CONFIG_FILE
+    if not path.is_dir():
+        raise UsageError(f"--run-dir {path}: expected the directory of an earlier run")
+    if not config_path.exists():
+        raise UsageError(f"--run-dir {path}: no {CONFIG_FILE}; expected the directory of a run")
+    values = read_config_json(config_path)
+    return RunDir(path, config_from_dict(config_type, values, config_path))
