@@ -57,7 +57,9 @@ def train(config: ToyConfig, run_dir, options) -> dict:
     """Resumes from metrics.jsonl; `--signal-at K` sends SIGTERM to itself after update K."""
     points = read_points(options.flags.data) if options.flags.data else np.zeros((0, 2))
     metrics = run_dir.metrics_path
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    rows = (
+        [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    )
     x = rows[-1]["x"] if rows else 1.0
     with metrics.open("a") as stream:
         for update in range(len(rows) + 1, config.updates + 1):
@@ -193,8 +195,13 @@ def test_plots_only_where_asked(workdir, capsys):
 
 def test_plot_path_of_secondary_figures(tmp_path):
     options = experiments.Options(
-        verb="eval", preset=None, parallel="single", json_path=None,
-        plot=Path("figs/main.png"), progress=True, flags=None,
+        verb="eval",
+        preset=None,
+        parallel="single",
+        json_path=None,
+        plot=Path("figs/main.png"),
+        progress=True,
+        flags=None,
     )
     assert options.plot_path(None, "curve.png") == Path("figs/main.png")
     assert options.plot_path(None, "curve.png", main=False) == Path("figs/main_curve.png")
@@ -265,9 +272,7 @@ def _write_inputs(root: Path) -> None:
     (root / "ragged.csv").write_text("1,2\n3\n")
     (root / "three.csv").write_text("1,2,3\n4,5,6\n")
     (root / "corrupt.msgpack").write_bytes(b"\x00\x01not msgpack\xff" * 3)
-    (root / "truncated.msgpack").write_bytes(
-        flax.serialization.to_bytes({"x": np.ones(2)})[:9]
-    )
+    (root / "truncated.msgpack").write_bytes(flax.serialization.to_bytes({"x": np.ones(2)})[:9])
     (root / "other.msgpack").write_bytes(flax.serialization.to_bytes({"w": np.ones(2)}))
     (root / "wide.msgpack").write_bytes(flax.serialization.to_bytes({"x": np.ones(3)}))
     (root / "outdir").mkdir()
@@ -311,22 +316,34 @@ BAD_INPUTS = [
     (["train", "--data", "binary.csv"], "--data binary.csv: expected comma-separated rows"),
     (["train", "--data", "ragged.csv"], "--data ragged.csv: expected comma-separated rows"),
     (["train", "--data", "missing.csv"], "--data missing.csv: expected comma-separated rows"),
-    (["train", "--data", "three.csv"], "--data three.csv: expected an array of shape [any, 2], "
-     "found [2, 3]"),
+    (
+        ["train", "--data", "three.csv"],
+        "--data three.csv: expected an array of shape [any, 2], found [2, 3]",
+    ),
     (["eval", "--run-dir", "nowhere"], "--run-dir nowhere: expected the directory of an earlier"),
     (["eval", "--run-dir", "outdir"], "--run-dir outdir: no config.json"),
     (["eval", "--run-dir", "badrun"], "badrun/config.json: expected a config JSON object"),
-    (["eval", "--run-dir", "oldrun"], "oldrun/config.json: expected fields of ToyConfig, found "
-     "unknown dropout"),
+    (
+        ["eval", "--run-dir", "oldrun"],
+        "oldrun/config.json: expected fields of ToyConfig, found unknown dropout",
+    ),
     (["eval", "--run-dir", "goodrun", "--config", "tiny"], "unrecognized arguments: --config"),
-    (["eval", "--run-dir", "goodrun", "--checkpoint", "corrupt.msgpack"],
-     "--checkpoint corrupt.msgpack: expected a checkpoint of this run (ExtraData"),
-    (["eval", "--run-dir", "goodrun", "--checkpoint", "truncated.msgpack"],
-     "--checkpoint truncated.msgpack: expected a checkpoint of this run (ValueError"),
-    (["eval", "--run-dir", "goodrun", "--checkpoint", "other.msgpack"],
-     "--checkpoint other.msgpack: expected a checkpoint of this run (ValueError"),
-    (["eval", "--run-dir", "goodrun", "--checkpoint", "wide.msgpack"],
-     "--checkpoint wide.msgpack: expected an array of shape [2], found [3]"),
+    (
+        ["eval", "--run-dir", "goodrun", "--checkpoint", "corrupt.msgpack"],
+        "--checkpoint corrupt.msgpack: expected a checkpoint of this run (ExtraData",
+    ),
+    (
+        ["eval", "--run-dir", "goodrun", "--checkpoint", "truncated.msgpack"],
+        "--checkpoint truncated.msgpack: expected a checkpoint of this run (ValueError",
+    ),
+    (
+        ["eval", "--run-dir", "goodrun", "--checkpoint", "other.msgpack"],
+        "--checkpoint other.msgpack: expected a checkpoint of this run (ValueError",
+    ),
+    (
+        ["eval", "--run-dir", "goodrun", "--checkpoint", "wide.msgpack"],
+        "--checkpoint wide.msgpack: expected an array of shape [2], found [3]",
+    ),
     (["eval", "--run-dir", "goodrun"], "goodrun/checkpoint.msgpack: expected a checkpoint"),
 ]
 
