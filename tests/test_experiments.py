@@ -310,9 +310,9 @@ BAD_INPUTS = [
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: VERB"),
     (["train", "--run-dir", "a_file"], "--run-dir a_file: is a file, expected a directory"),
-    (["train", "--run-dir", "a_file/run"], "--run-dir a_file/run: "),
+    (["train", "--run-dir", "a_file/run"], "--run-dir a_file/run: a_file is a file, expected a"),
     (["train", "--json", "outdir"], "--json outdir: is a directory, expected a file path"),
-    (["train", "--plot", "a_file/x.png"], "--plot a_file/x.png: "),
+    (["train", "--plot", "a_file/x.png"], "--plot a_file/x.png: a_file is a file, expected a dir"),
     (["train", "--data", "binary.csv"], "--data binary.csv: expected comma-separated rows"),
     (["train", "--data", "ragged.csv"], "--data ragged.csv: expected comma-separated rows"),
     (["train", "--data", "missing.csv"], "--data missing.csv: expected comma-separated rows"),
@@ -369,7 +369,7 @@ def test_read_only_run_dir_is_refused(workdir, capsys, monkeypatch):
     )
     status, _, err = run_toy(capsys, "train", "--run-dir", "locked/run")
     assert status == 2
-    assert "--run-dir locked/run: " in err and "locked is not writable" in err
+    assert "--run-dir locked/run: locked is not writable" in err
     assert tree(workdir) == {"locked": None}
 
 

@@ -30,7 +30,6 @@ CHECKPOINT_DIR = "checkpoints"
 
 
 def _nearest_existing(path: Path) -> Path:
-    path = path.absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
