@@ -110,6 +110,7 @@ def broadcast_receiver_nodes_to_edges(graph: GraphsTuple) -> ArrayTree:
 
 def broadcast_globals_to_edges(graph: GraphsTuple) -> ArrayTree:
     """Each edge's graph's globals: leaves `[G, ...] -> [E, ...]`; None stays None. Jittable."""
+    require(graph, block="broadcast_globals_to_edges")
     if not _has_leaves(graph.globals):
         return graph.globals
     graph_index = edge_graph_index(graph)
@@ -118,6 +119,7 @@ def broadcast_globals_to_edges(graph: GraphsTuple) -> ArrayTree:
 
 def broadcast_globals_to_nodes(graph: GraphsTuple) -> ArrayTree:
     """Each node's graph's globals: leaves `[G, ...] -> [N, ...]`; None stays None. Jittable."""
+    require(graph, block="broadcast_globals_to_nodes")
     if not _has_leaves(graph.globals):
         return graph.globals
     graph_index = node_graph_index(graph)
@@ -131,6 +133,7 @@ def aggregate_received_edges(
 
     `indices_are_sorted` declares `graph.receivers` sorted. None edges stay None.
     """
+    require(graph, block="aggregate_received_edges")
     if not _has_leaves(graph.edges):
         return graph.edges
     require(graph, "receivers", block="aggregate_received_edges")
@@ -143,6 +146,7 @@ def aggregate_sent_edges(graph: GraphsTuple, aggregator: Aggregator = "sum") -> 
 
     None edges stay None.
     """
+    require(graph, block="aggregate_sent_edges")
     if not _has_leaves(graph.edges):
         return graph.edges
     require(graph, "senders", block="aggregate_sent_edges")
@@ -158,6 +162,7 @@ def aggregate_edges_to_globals(
     The edge graph index is sorted, so the aggregator gets `indices_are_sorted=True` unless this
     is set False (for an aggregator that takes only three arguments). None edges stay None.
     """
+    require(graph, block="aggregate_edges_to_globals")
     if not _has_leaves(graph.edges):
         return graph.edges
     n_graph = graph.n_node.shape[0]
@@ -171,6 +176,7 @@ def aggregate_nodes_to_globals(
 
     As `aggregate_edges_to_globals`, for nodes. None nodes stay None.
     """
+    require(graph, block="aggregate_nodes_to_globals")
     if not _has_leaves(graph.nodes):
         return graph.nodes
     n_graph = graph.n_node.shape[0]

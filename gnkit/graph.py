@@ -87,12 +87,87 @@ def edge_graph_index(graph: GraphsTuple) -> jax.Array:
     )
 
 
-def require(graph: GraphsTuple, *fields: str, block: str) -> None:
-    """Raise a clear `ValueError` if any named field of `graph` is None.
+_INDEX_FIELDS = {"receivers": "[n_edge]", "senders": "[n_edge]", "n_node": "[n_graph]",
+                  "n_edge": "[n_graph]"}
+_FEATURE_FIELDS = {
+    "nodes": "[N, ...], one row per node",
+    "edges": "[E, ...], one row per edge",
+    "globals": "[G, ...], one row per graph",
+}
 
-    Blocks call this at trace time so a missing field is reported by name, not as an
-    `IndexError` or `TypeError` from deep inside a gather.
+
+def _is_array(value) -> bool:
+    return isinstance(value, np.ndarray | np.generic | jax.Array)
+
+
+def _has_graph_fields(value) -> bool:
+    return all(hasattr(value, name) for name in GraphsTuple._fields)
+
+
+def _check_one_graph(graph, block: str) -> None:
+    """Raise `TypeError` unless `graph` has the seven fields of a `GraphsTuple`."""
+    if _has_graph_fields(graph):
+        return
+    kind = type(graph).__name__
+    if isinstance(graph, list | tuple) and graph and all(map(_has_graph_fields, graph)):
+        raise TypeError(
+            f"{block} got a {kind} of {len(graph)} GraphsTuples; expected one GraphsTuple. "
+            "Batch them into one with gnkit.batch_np first."
+        )
+    raise TypeError(f"{block} expected a GraphsTuple; got a {kind}.")
+
+
+def _check_field_types(graph: GraphsTuple, block: str) -> None:
+    """Raise `TypeError` if a field holds something other than arrays (a list, a Python scalar).
+
+    Lists are rejected, not converted: a nested list is itself a pytree (of scalars), so a
+    conversion would have to guess what was meant.
     """
+    for name, shape in _INDEX_FIELDS.items():
+        value = getattr(graph, name)
+        if value is not None and not _is_array(value):
+            raise TypeError(
+                f"{block} got graph.{name} as a {type(value).__name__}; expected an integer array "
+                f"{shape} (np.ndarray or jax.Array). Convert it with np.asarray."
+            )
+    for name, shape in _FEATURE_FIELDS.items():
+        for path, leaf in jax.tree_util.tree_leaves_with_path(getattr(graph, name)):
+            if not _is_array(leaf):
+                raise TypeError(
+                    f"{block} got graph.{name}{jax.tree_util.keystr(path)} as a "
+                    f"{type(leaf).__name__}; expected an array {shape}. A nested Python list is "
+                    "read as a tree of scalars: convert it with np.asarray."
+                )
+
+
+def _check_leading_axes(graph: GraphsTuple, fields: tuple[str, ...], block: str) -> None:
+    """Raise `ValueError` if a leaf of a named feature field is a scalar (it has no row axis)."""
+    for name in fields:
+        if name not in _FEATURE_FIELDS:
+            continue
+        for path, leaf in jax.tree_util.tree_leaves_with_path(getattr(graph, name)):
+            if np.ndim(leaf) == 0:
+                raise ValueError(
+                    f"{block} got graph.{name}{jax.tree_util.keystr(path)} as a scalar; expected "
+                    f"an array {_FEATURE_FIELDS[name]}. A nested Python list is read as a tree of "
+                    "scalars: convert it with np.asarray."
+                )
+
+
+def require(graph: GraphsTuple, *fields: str, block: str) -> None:
+    """Raise a clear error unless `graph` is one graph of arrays with the named fields set.
+
+    Every public block calls this when it receives its graph (at trace time, so it costs nothing
+    inside a compiled function). It raises, naming `block` and the field:
+
+    - `TypeError` if `graph` is not a `GraphsTuple` (for a list of graphs it says to batch them),
+      if an index field (`senders`, `receivers`, `n_node`, `n_edge`) is not an array, or if a
+      leaf of a feature field (`nodes`, `edges`, `globals`) is not an array (a Python list or
+      scalar);
+    - `ValueError` if a named field is None, or a leaf of a named feature field is a scalar
+      instead of an array with one row per node, edge or graph.
+    """
+    _check_one_graph(graph, block)
     missing = [name for name in fields if getattr(graph, name) is None]
     if missing:
         raise ValueError(
@@ -100,3 +175,5 @@ def require(graph: GraphsTuple, *fields: str, block: str) -> None:
             f"{'it is' if len(missing) == 1 else 'they are'} None. Give the graph those "
             "fields, or switch off the option of the block that uses them."
         )
+    _check_field_types(graph, block)
+    _check_leading_axes(graph, fields, block)

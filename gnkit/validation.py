@@ -1,9 +1,10 @@
 """Validation of a `GraphsTuple`: on the host (`validate`) and inside `jit` (`checked`).
 
-Both paths run the same checks and raise `ValueError` with the same messages, naming the field,
-what was expected and what was found. Shape and dtype problems are static and raise at trace time;
-value problems (index ranges, counts, NaN) are checked with NumPy on the host, and with
-`jax.experimental.checkify` inside a compiled function.
+Both paths run the same checks and raise the same messages, naming the field, what was expected
+and what was found: `TypeError` for something that is not a graph of arrays (a Python list, a list
+of graphs), `ValueError` for a malformed graph. Type, shape and dtype problems are static and raise
+at trace time; value problems (index ranges, counts and their sums, NaN) are checked with NumPy on
+the host, and with `jax.experimental.checkify` inside a compiled function.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from gnkit.graph import GraphsTuple
+from gnkit.graph import GraphsTuple, require
 
 _FEATURE_FIELDS = ("nodes", "edges", "globals")
 
@@ -40,11 +41,6 @@ def _check_index_array(name: str, array) -> None:
 
 def _check_leading_sizes(field: str, tree, expected: int, expected_name: str) -> None:
     for path, leaf in _leaves_with_paths(tree):
-        if np.ndim(leaf) == 0:
-            raise ValueError(
-                f"graph.{field}{path} must have a leading dimension of size {expected} "
-                f"({expected_name}); found a scalar."
-            )
         if np.shape(leaf)[0] != expected:
             raise ValueError(
                 f"graph.{field}{path} has {np.shape(leaf)[0]} rows; expected {expected} "
@@ -52,8 +48,16 @@ def _check_leading_sizes(field: str, tree, expected: int, expected_name: str) ->
             )
 
 
-def _check_static(graph: GraphsTuple) -> None:
-    """Shape and dtype checks: everything that does not depend on array values."""
+def _check_graph_of_arrays(graph: GraphsTuple, caller: str) -> None:
+    """The blocks' entry check (`require`): one graph, arrays only, feature leaves with rows."""
+    require(graph, block=caller)
+    present = [field for field in _FEATURE_FIELDS if getattr(graph, field) is not None]
+    require(graph, *present, block=caller)
+
+
+def _check_static(graph: GraphsTuple, caller: str) -> None:
+    """Type, shape and dtype checks: everything that does not depend on array values."""
+    _check_graph_of_arrays(graph, caller)
     for field in ("n_node", "n_edge"):
         counts = getattr(graph, field)
         if counts is None:
@@ -82,7 +86,7 @@ def _check_static(graph: GraphsTuple) -> None:
         )
     for field in _FEATURE_FIELDS:
         leaves = _leaves_with_paths(getattr(graph, field))
-        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for _, leaf in leaves}
+        sizes = {np.shape(leaf)[0] for _, leaf in leaves}
         if len(sizes) > 1:
             found = ", ".join(
                 f"{path or '<root>'}: {np.shape(leaf)}" for path, leaf in leaves
@@ -109,6 +113,7 @@ def _check_values(graph: GraphsTuple, xp, expect: Callable, check_finite: bool) 
             f"graph.{name} must be >= 0; found minimum {{}}.",
             xp.min(counts, initial=0),
         )
+        _check_sum_fits(name, counts, xp, expect)
     node_leaves = jax.tree_util.tree_leaves(graph.nodes)
     if node_leaves:
         rows = np.shape(node_leaves[0])[0]
@@ -164,6 +169,26 @@ def _check_values(graph: GraphsTuple, xp, expect: Callable, check_finite: bool) 
                     )
 
 
+def _check_sum_fits(name: str, counts, xp, expect: Callable) -> None:
+    """Expect the running sum of non-negative `counts` [n_graph] not to wrap around its dtype.
+
+    A sum that wraps can land back on the row count, so it is checked without trusting the sum:
+    the running sum of non-negative counts never decreases unless it wraps.
+    """
+    if counts.shape[0] < 2:
+        return
+    running = xp.cumsum(counts)
+    wraps = running[1:] < running[:-1]
+    first = xp.argmax(wraps)
+    expect(
+        ~xp.any(wraps),
+        f"sum(graph.{name}) overflows {running.dtype}; the running sum wraps around at "
+        f"graph.{name}[{{}}] = {{}} after a total of {{}}. Expected counts that sum to the number "
+        "of rows.",
+        first + 1, counts[first + 1], running[first],
+    )
+
+
 def _repeat(xp, values, counts, total: int):
     """`values[i]` repeated `counts[i]` times; static length `total` under jax.numpy."""
     if xp is jnp:
@@ -181,15 +206,18 @@ def _host_expect(condition, message: str, *values) -> None:
 
 
 def validate(graph: GraphsTuple, *, check_finite: bool = False) -> GraphsTuple:
-    """Check a graph on the host and return it unchanged; raise `ValueError` if malformed.
+    """Check a graph on the host and return it unchanged; raise if it is malformed.
 
-    Checks: integer 1-D `n_node` / `n_edge` of equal length, non-negative; `sum(n_node)` equals the
-    node rows and `sum(n_edge)` the edge rows; integer `senders` / `receivers` of equal length,
-    within `[0, n_nodes)`, each edge's ends inside the graph the edge belongs to; every leaf of a
-    feature tree with the same leading size, `globals` with one row per graph; with
-    `check_finite=True`, no NaN or inf in float features. Host-only (reads values with NumPy).
+    Raises `TypeError` unless `graph` is one `GraphsTuple` whose fields hold arrays (not Python
+    lists or scalars; a list of graphs is pointed to `gnkit.batch_np`), and `ValueError` for the
+    rest. Checks: integer 1-D `n_node` / `n_edge` of equal length, non-negative, with sums that
+    do not overflow; `sum(n_node)` equals the node rows and `sum(n_edge)` the edge rows; integer
+    `senders` / `receivers` of equal length, within `[0, n_nodes)`, each edge's ends inside the
+    graph the edge belongs to; every leaf of a feature tree an array with the same leading size,
+    `globals` with one row per graph; with `check_finite=True`, no NaN or inf in float features.
+    Host-only (reads values with NumPy).
     """
-    _check_static(graph)
+    _check_static(graph, "validate")
     host_graph = jax.tree_util.tree_map(np.asarray, graph)
     _check_values(host_graph, np, _host_expect, check_finite)
     return graph
@@ -198,10 +226,11 @@ def validate(graph: GraphsTuple, *, check_finite: bool = False) -> GraphsTuple:
 def check_graph(graph: GraphsTuple, *, check_finite: bool = False) -> None:
     """The checks of `validate`, for use inside a function transformed by `checkify.checkify`.
 
-    Static problems raise `ValueError` at trace time; value problems are recorded with
-    `checkify.check` and raised when the caller throws the returned error (see `checked`).
+    Type problems raise `TypeError` and static shape problems `ValueError`, at trace time; value
+    problems are recorded with `checkify.check` and raised when the caller throws the returned
+    error (see `checked`).
     """
-    _check_static(graph)
+    _check_static(graph, "check_graph")
     _check_values(graph, jnp, _device_expect, check_finite)
 
 
