@@ -23,8 +23,9 @@ from gnkit.experiments.overrides import parse_override
 from gnkit.experiments.results import write_json
 from gnkit.experiments.run_dir import RunDir, check_writable, open_existing, open_for_config
 from gnkit.experiments.stopping import stop_requests
+from gnkit.parallel import MODES
 
-PARALLEL_MODES = ("single", "pmap", "mesh")
+PARALLEL_MODES = MODES
 STOPPED = 130
 _COMMON = ("verb", "config", "set", "seed", "run_dir", "json", "plot", "parallel", "no_progress")
 
@@ -39,10 +40,10 @@ class _Parser(argparse.ArgumentParser):
 def _epilog(demo: Demo, verb: Verb) -> str:
     presets = ", ".join(demo.presets)
     fields = describe_fields(demo.presets[demo.default])
-    source = f"preset {demo.default}" if verb.run_dir != "existing" else "defaults of a new run"
+    start = "; this verb starts from the run's config.json" if verb.run_dir == "existing" else ""
     return (
         f"presets: {presets} (default {demo.default})\n"
-        f"config fields for --set KEY=VALUE ({source}):\n{fields}"
+        f"config fields for --set KEY=VALUE (values of preset {demo.default}{start}):\n{fields}"
     )
 
 
