@@ -17,12 +17,15 @@ SOLUTION = "69378451248751293612596387493265148756824739174139862531947526885612
 
 def _relabelled(quizzes: np.ndarray, solutions: np.ndarray):
     """Rename digits in order of first appearance in the solution: the same puzzle up to any
-    digit relabelling gives the same (quiz, solution) pair."""
-    for quiz, solution in zip(quizzes, solutions, strict=True):
-        _, first = np.unique(solution, return_index=True)
-        rename = np.zeros(10, np.int8)
-        rename[solution[np.sort(first)]] = np.arange(1, 10)
-        yield rename[quiz], rename[solution]
+    digit relabelling gives the same (quiz, solution) pair. Int `[P, 81]` each."""
+    first_seen = (solutions[:, :, None] == np.arange(1, 10)).argmax(axis=1)  # [P, 9]
+    order = np.argsort(first_seen, axis=1)  # digits - 1, in order of first appearance
+    rename = np.zeros((len(solutions), 10), np.int8)
+    np.put_along_axis(rename, order + 1, np.arange(1, 10, dtype=np.int8)[None], axis=1)
+    renamed = (
+        np.take_along_axis(rename, board.astype(np.intp), axis=1) for board in (quizzes, solutions)
+    )
+    return zip(*renamed, strict=True)
 
 
 def _underlain(pool, puzzles) -> int:
@@ -74,6 +77,55 @@ def test_parse_and_validity():
         sudoku.parse_board("123")
 
 
+@pytest.mark.parametrize(
+    ("character", "name"),
+    [("x", "'x'"), ("\uff15", "FULLWIDTH DIGIT FIVE"), ("\u0665", "ARABIC-INDIC DIGIT FIVE")],
+)
+def test_parse_board_names_a_bad_character_and_its_cell(character, name):
+    # Cell 12 (0-based) is row 2, column 4; the whitespace is not counted.
+    text = QUIZ[:9] + "\n" + QUIZ[9:12] + character + QUIZ[13:]
+    with pytest.raises(ValueError, match=rf"found .*{name}.*at position 13 \(row 2, column 4\)"):
+        sudoku.parse_board(text)
+
+
+def test_parse_board_rejects_wrong_lengths():
+    with pytest.raises(ValueError, match="got 80 characters"):
+        sudoku.parse_board(QUIZ[:80])
+    with pytest.raises(ValueError, match="got 82 characters"):
+        sudoku.parse_board(QUIZ + "0")
+
+
+def _with_digits(cells: dict[int, int]) -> np.ndarray:
+    board = np.zeros(81, np.int8)
+    board[list(cells)] = list(cells.values())
+    return board
+
+
+@pytest.mark.parametrize(
+    ("cells", "pair", "message"),
+    [
+        # Cells 3 and 7: row 1, columns 4 and 8.
+        ({3: 5, 7: 5}, (3, 7), "the 5 at row 1, column 8 conflicts with the 5 at row 1, column 4"),
+        # Cells 11 and 74: column 3, rows 2 and 9.
+        ({11: 2, 74: 2, 40: 2}, (11, 74), "row 9, column 3 .* row 2, column 3 \\(same column\\)"),
+        # Cells 30 and 50: rows 4 and 6, columns 4 and 6, both in the centre box.
+        ({30: 9, 50: 9, 0: 1}, (30, 50), "row 6, column 6 .* row 4, column 4 \\(same box\\)"),
+    ],
+)
+def test_contradictory_givens_are_found_and_named(cells, pair, message):
+    board = _with_digits(cells)
+    assert sudoku.find_conflict(board) == pair
+    with pytest.raises(ValueError, match=message):
+        sudoku.check_givens(board)
+
+
+def test_consistent_givens_pass():
+    quiz = sudoku.parse_board(QUIZ)
+    assert sudoku.find_conflict(quiz) is None
+    assert sudoku.find_conflict(sudoku.parse_board(SOLUTION)) is None
+    np.testing.assert_array_equal(sudoku.check_givens(quiz), quiz)
+
+
 def test_read_puzzles_plain_xz_and_errors(tmp_path):
     text = f"quiz,solution\n{QUIZ},{SOLUTION}\n{QUIZ.replace('0', '.')},{SOLUTION}\n"
     plain = tmp_path / "p.csv"
@@ -85,7 +137,7 @@ def test_read_puzzles_plain_xz_and_errors(tmp_path):
         assert quizzes.shape == (2, 81)
         np.testing.assert_array_equal(quizzes[1], sudoku.parse_board(QUIZ))
     bad_digit = SOLUTION[:80] + "x"
-    with pytest.raises(ValueError, match=r"row 3: .*81 characters"):
+    with pytest.raises(ValueError, match=r"row 3: .*found 'x' at position 81"):
         sudoku.read_puzzles(io.StringIO(f"quiz,solution\n{QUIZ},{SOLUTION}\n{QUIZ},{bad_digit}\n"))
     wrong = ("5" + QUIZ[1:], SOLUTION)
     with pytest.raises(ValueError, match="row 2: a given digit disagrees"):
@@ -117,10 +169,11 @@ def test_shipped_data_and_no_pool_puzzle_underlies_validation():
     pool_quizzes, pool_solutions = sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL))
     assert pool_quizzes.shape == (39779, 81)
     np.testing.assert_array_equal(sudoku.num_givens(pool_quizzes), 17)
-    valid_quizzes, valid_solutions = sudoku.read_puzzles(sudoku.shipped_data(sudoku.VALID_SLICE))
+    valid_quizzes, valid_solutions = sudoku.read_puzzles(sudoku.shipped_data(sudoku.VALID_SET))
     np.testing.assert_array_equal(
-        np.bincount(sudoku.num_givens(valid_quizzes))[17:], np.full(18, 30)
+        np.bincount(sudoku.num_givens(valid_quizzes))[17:], np.full(18, 1000)
     )
+    assert all(sudoku.is_valid_solution(solution) for solution in valid_solutions[::50])
     pool = (pool_quizzes, pool_solutions)
     assert _underlain(pool, (valid_quizzes, valid_solutions)) == 0
     # The check can fail: puzzles made from the pool by the recipe are found.

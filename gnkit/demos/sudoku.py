@@ -1,10 +1,16 @@
 """Sudoku with a recurrent relational network: train, evaluate, solve, demo.
 
     python -m gnkit.demos.sudoku demo                      # shipped model, a few minutes on a CPU
-    python -m gnkit.demos.sudoku train --config cpu --run-dir runs/sudoku_cpu
-    python -m gnkit.demos.sudoku eval --checkpoint pretrained --data rrn_valid.csv.xz --steps 64
+    python -m gnkit.demos.sudoku train --config cpu --run-dir runs/sudoku_cpu --set remat block
+    python -m gnkit.demos.sudoku eval --checkpoint pretrained --data rrn_valid --per-level 100
     python -m gnkit.demos.sudoku solve 000000010400000000020000000000050407008000300001090000...
-    python -m gnkit.demos.sudoku export --from runs/sudoku_cpu --to gnkit/pretrained/sudoku_rrn
+    python -m gnkit.demos.sudoku export --from runs/sudoku_cpu --to exports/sudoku_rrn
+
+`--data`, `--valid` and `--pool` take a CSV path or a named data set shipped with gnkit
+(`DATA_SETS`): `rrn_valid` (the paper's validation set, 1,000 puzzles per givens level 17-34),
+`rrn_valid_slice` (its first 30 per level) or `royle17_train_pool`. Nothing is ever written into
+the gnkit package: `export` refuses a target inside it (to replace the shipped model in a checkout,
+export elsewhere and copy the three files into `gnkit/pretrained/sudoku_rrn/` by hand).
 
 Data-parallel training over every device: `train --parallel pmap` or `--parallel mesh` (the
 batch is split evenly over the devices; on a CPU, try 8 forced devices with
@@ -21,9 +27,12 @@ import json
 import os
 import sys
 import time
+import types
+import typing
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import flax.serialization
 import jax
@@ -39,6 +48,13 @@ from gnkit.tasks import sudoku
 
 PRETRAINED = "pretrained"
 
+# Named data sets: name -> (file shipped in gnkit/data/, puzzles kept per givens level or None).
+DATA_SETS = {
+    "rrn_valid": (sudoku.VALID_SET, None),
+    "rrn_valid_slice": (sudoku.VALID_SET, 30),
+    "royle17_train_pool": (sudoku.TRAIN_POOL, None),
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class SudokuConfig:
@@ -49,7 +65,7 @@ class SudokuConfig:
     encoder_layers: int = 3
     message_layers: int = 3
     update_layers: int = 3
-    cell: str = "lstm"
+    cell: Literal["lstm", "gru", "mlp"] = "lstm"
     num_steps: int = 32
     eval_steps: int = 64
     batch_size: int = 64
@@ -60,7 +76,7 @@ class SudokuConfig:
     updates: int = 300_000
     curriculum_start_givens: int = 17
     curriculum_fraction: float = 0.0
-    remat: bool = False
+    remat: bool | Literal["step", "block"] = False
     seed: int = 0
 
     def model(self) -> sudoku.SudokuRRN:
@@ -119,6 +135,103 @@ CONFIGS = {
         updates=20,
     ),
 }
+
+
+def apply_overrides(config: SudokuConfig, pairs: Sequence[tuple[str, str]] | None) -> SudokuConfig:
+    """`config` with `--set FIELD VALUE` pairs applied, each parsed by the field's declared type.
+
+    `bool` takes true/false/yes/no/1/0, a `Literal` one of its values, and a union (such as
+    `remat: bool | Literal["step", "block"]`) the first member that parses. An unknown field or a
+    value of the wrong type raises `ValueError` naming the field. Host.
+    """
+    declared = typing.get_type_hints(SudokuConfig)
+    changes = {}
+    for key, text in pairs or ():
+        if key not in declared:
+            raise ValueError(f"--set {key}: unknown config field; fields: {', '.join(declared)}")
+        value = _parse_typed(text, declared[key])
+        if value is None:
+            raise ValueError(f"--set {key}: {text!r} is not {_describe_type(declared[key])}")
+        changes[key] = value
+    return dataclasses.replace(config, **changes)
+
+
+_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def _members(annotation) -> tuple:
+    """The alternatives of a union type, else `(annotation,)`."""
+    is_union = (
+        isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+    )
+    return typing.get_args(annotation) if is_union else (annotation,)
+
+
+def _parse_typed(text: str, annotation):
+    """`text` as a value of `annotation` (bool, int, float, str, Literal or a union), else None."""
+    for member in _members(annotation):
+        if typing.get_origin(member) is Literal:
+            choices = typing.get_args(member)
+            if text in choices:
+                return text
+        elif member is bool:
+            if text.lower() in _TRUE + _FALSE:
+                return text.lower() in _TRUE
+        elif member in (int, float):
+            try:
+                return member(text)
+            except ValueError:
+                continue
+        elif member is str:
+            return text
+    return None
+
+
+def _describe_type(annotation) -> str:
+    """What `_parse_typed` accepts for `annotation`, in words: `true, false, 'step' or 'block'`."""
+    words = []
+    for member in _members(annotation):
+        if typing.get_origin(member) is Literal:
+            words.extend(repr(choice) for choice in typing.get_args(member))
+        elif member is bool:
+            words.extend(["true", "false"])
+        else:
+            words.append(f"an {member.__name__}" if member is int else f"a {member.__name__}")
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def load_data(source: str | Path, flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:
+    """`(quizzes, solutions)`, int8 `[P, 81]`, from a CSV path or a named data set. Host.
+
+    A path to an existing file is read as it is. Otherwise `source` is looked up in `DATA_SETS`,
+    by name (`rrn_valid`) or by its shipped file's name (`rrn_valid.csv.xz`). Anything else raises
+    `FileNotFoundError` naming `flag` and the known names.
+    """
+    if Path(source).is_file():
+        return sudoku.read_puzzles(source)
+    for name, (file_name, per_level) in DATA_SETS.items():
+        if str(source) in (name, file_name):
+            data = sudoku.read_puzzles(sudoku.shipped_data(file_name))
+            return validation_slice(data, per_level) if per_level else data
+    raise FileNotFoundError(
+        f"{flag} {source}: no such file, and not a named data set ({', '.join(DATA_SETS)})"
+    )
+
+
+def check_outside_package(path: str | Path, flag: str) -> Path:
+    """`path`, unless it lies inside the installed gnkit package: then `ValueError` naming `flag`.
+
+    Output must never land in the package, where it would replace shipped files (the model used
+    by `demo` and `solve`) or, in an editable install, tracked files of the checkout. Host.
+    """
+    package = Path(str(resources.files("gnkit"))).resolve()
+    resolved = Path(path).resolve()
+    if resolved == package or package in resolved.parents:
+        raise ValueError(
+            f"{flag} {path}: inside the gnkit package ({package}); nothing is written there, "
+            "choose a directory outside it"
+        )
+    return Path(path)
 
 
 def make_optimizer(config: SudokuConfig) -> optax.GradientTransformation:
@@ -201,7 +314,8 @@ def make_batches(
 
 
 def make_predict(model: sudoku.SudokuRRN, num_steps: int):
-    """Jitted `(params, quizzes [B, 81]) -> (solved [T, B], cell accuracy [T, B], probs at T)`."""
+    """Jitted `(params, quizzes [B, 81], solutions [B, 81]) -> (solved [T, B] bool, empty-cell
+    accuracy [T, B])` at every step `T = num_steps`."""
 
     @jax.jit
     def predict(params, quizzes, solutions):
@@ -223,7 +337,9 @@ def evaluate_puzzles(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step and puzzle: `(solved [T, P] bool, empty-cell accuracy [T, P])`. Host driver.
 
-    Batches are padded to `batch_size` so one compiled function serves any number of puzzles.
+    `quizzes` and `solutions` are int `[P, 81]`; `T = num_steps`. Batches are padded to
+    `batch_size` (with copies of the first puzzle, dropped from the results) so one compiled
+    function serves any number of puzzles. `progress` shows a progress bar.
     """
     predict = make_predict(model, num_steps)
     total = len(quizzes)
@@ -246,7 +362,12 @@ def evaluate_puzzles(
 def summarise(
     givens: np.ndarray, solved: np.ndarray, cells: np.ndarray
 ) -> dict[str, dict[str, list[float] | float]]:
-    """Accuracies per givens level: final-step puzzle and cell accuracy, and both per step."""
+    """Accuracies per givens level: final-step puzzle and cell accuracy, and both per step.
+
+    `givens` int `[P]`, `solved` bool `[T, P]` and `cells` `[T, P]` (from `evaluate_puzzles`).
+    Returns `{level: {"puzzles", "puzzle_accuracy", "cell_accuracy", "puzzle_accuracy_per_step",
+    "cell_accuracy_per_step"}}` with levels as strings in increasing order. Host.
+    """
     table = {}
     for level in np.unique(givens):
         rows = givens == level
@@ -263,7 +384,7 @@ def summarise(
 def validation_slice(
     data: tuple[np.ndarray, np.ndarray], per_level: int, levels: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The first `per_level` puzzles of each givens level (all levels, or `levels`)."""
+    """The first `per_level` puzzles of each givens level (all levels, or `levels`), `[P', 81]`."""
     quizzes, solutions = data
     givens = sudoku.num_givens(quizzes)
     levels = np.unique(givens) if levels is None else levels
@@ -272,7 +393,11 @@ def validation_slice(
 
 
 def make_evaluate(config: SudokuConfig, valid: tuple[np.ndarray, np.ndarray], num_steps: int):
-    """`params -> metrics` for `fit`: score = mean puzzle accuracy (+ cell accuracy / 100)."""
+    """`params -> metrics` for `fit` on `valid` at `num_steps` steps. Host driver.
+
+    score = mean puzzle accuracy + mean empty-cell accuracy / 100 (cells break ties); the metrics
+    also hold both accuracies overall and per givens level.
+    """
     model = config.model()
     givens = sudoku.num_givens(valid[0])
 
@@ -296,33 +421,26 @@ def make_evaluate(config: SudokuConfig, valid: tuple[np.ndarray, np.ndarray], nu
 
 
 def train(args: argparse.Namespace) -> training.TrainState:
-    """The `train` command: resumes from `run_dir` if it holds checkpoints."""
-    config = CONFIGS[args.config]
-    overrides = {key: value for key, value in (args.set or [])}
-    if overrides:
-        fields = {field.name: field.type for field in dataclasses.fields(SudokuConfig)}
-        typed = {}
-        for key, value in overrides.items():
-            if key not in fields:
-                raise SystemExit(f"unknown config field {key!r}; fields: {', '.join(fields)}")
-            kind = type(getattr(config, key))
-            typed[key] = (value.lower() in ("1", "true", "yes")) if kind is bool else kind(value)
-        config = dataclasses.replace(config, **typed)
-    run_dir = Path(args.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """The `train` command: resumes from `run_dir` if it holds checkpoints.
+
+    The overrides and data are checked before anything is written to `run_dir`.
+    """
+    config = apply_overrides(CONFIGS[args.config], args.set)
+    run_dir = check_outside_package(args.run_dir, "--run-dir")
+    pool = load_data(args.pool, "--pool")
+    valid = load_data(args.valid, "--valid")
+    valid = validation_slice(valid, args.valid_per_level, args.valid_givens)
     config_path = run_dir / "config.json"
     if config_path.exists():
         saved = SudokuConfig(**json.loads(config_path.read_text()))
         if saved != config:
-            raise SystemExit(
-                f"{run_dir} holds a run with another config ({config_path}); use a new --run-dir"
+            raise ValueError(
+                f"--run-dir {run_dir} holds a run with another config ({config_path}); "
+                "use a new --run-dir"
             )
     else:
+        run_dir.mkdir(parents=True, exist_ok=True)
         config_path.write_text(json.dumps(dataclasses.asdict(config), indent=2))
-    pool = sudoku.read_puzzles(args.pool or sudoku.shipped_data(sudoku.TRAIN_POOL))
-    valid = sudoku.read_puzzles(args.valid or sudoku.shipped_data(sudoku.VALID_SLICE))
-    levels = [int(level) for level in args.valid_givens.split(",")] if args.valid_givens else None
-    valid = validation_slice(valid, args.valid_per_level, levels)
     mesh = None if args.parallel == "single" else parallel.make_mesh()
     state = training.resume_or(init_state(config), run_dir / "checkpoints")
     if state.step:
@@ -396,9 +514,20 @@ def pretrained_dir() -> Path:
 
 
 def export(run_dir: str | Path, target: str | Path) -> dict:
-    """Copy a run's best validated checkpoint to `target` as config + params + training.json."""
-    run_dir, target = Path(run_dir), Path(target)
+    """Write a run's model to `target` as `config.json`, `params.msgpack` and `training.json`.
+
+    The model is the run's best validated checkpoint, else its latest (`load_model`);
+    `training.json` records its updates, puzzles seen, CPU-hours, validation metrics and the
+    machine. `target` must lie outside the gnkit package (`check_outside_package`); files already
+    in `target` are replaced. Returns the `training.json` record. Host.
+    """
+    run_dir = Path(run_dir)
+    target = check_outside_package(target, "--to")
     config, params, info = load_model(run_dir)
+    if "updates" not in info:
+        raise ValueError(
+            f"--from {run_dir}: an exported model, not a training run (train --run-dir)"
+        )
     metrics_path = run_dir / "metrics.jsonl"
     if metrics_path.exists():
         evals = [
@@ -424,11 +553,6 @@ def _machine() -> str:
     import platform
 
     return f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPU cores".strip()
-
-
-def _load_data(path: str | None, per_level: int | None) -> tuple[np.ndarray, np.ndarray]:
-    data = sudoku.read_puzzles(path or sudoku.shipped_data(sudoku.VALID_SLICE))
-    return validation_slice(data, per_level) if per_level else data
 
 
 def format_table(table: dict, steps_shown: Sequence[int]) -> str:
@@ -483,12 +607,15 @@ def plot_heatmap(table: dict, path: str | Path, title: str) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> dict:
-    """The `eval` command."""
-    quizzes, solutions = _load_data(args.data, args.per_level)
+    """The `eval` command: writes files only where `--json` and `--plot` say."""
+    for path, flag in ((args.json, "--json"), (args.plot, "--plot")):
+        if path:
+            check_outside_package(path, flag)
+    quizzes, solutions = _evaluation_data(args)
     config, params, info = load_model(args.checkpoint)
     steps = args.steps
     print(f"model: {args.checkpoint} ({_describe(config, info)})")
-    print(f"data: {args.data or 'shipped validation slice'}, {len(quizzes)} puzzles, {steps} steps")
+    print(f"data: {args.data}, {len(quizzes)} puzzles, {steps} steps")
     start = time.time()
     solved, cells = evaluate_puzzles(
         config.model(), params, quizzes, solutions, steps, progress=not args.no_progress
@@ -503,7 +630,8 @@ def run_eval(args: argparse.Namespace) -> dict:
     )
     result = {
         "checkpoint": str(args.checkpoint),
-        "data": str(args.data or sudoku.VALID_SLICE),
+        "data": str(args.data),
+        "per_level": args.per_level,
         "steps": steps,
         "puzzle_accuracy": float(solved[-1].mean()),
         "cell_accuracy": float(cells[-1].mean()),
@@ -517,6 +645,12 @@ def run_eval(args: argparse.Namespace) -> dict:
         plot_heatmap(table, args.plot, f"RRN Sudoku, {steps} steps")
         print(f"wrote {args.plot}")
     return result
+
+
+def _evaluation_data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
+    """`--data`, cut to the first `--per-level` puzzles of each givens level if given."""
+    data = load_data(args.data, "--data")
+    return validation_slice(data, args.per_level) if args.per_level else data
 
 
 def _describe(config: SudokuConfig, info: dict) -> str:
@@ -550,7 +684,7 @@ def describe_solve(
         "changed: empty cells whose best digit changed; confidence: their mean top probability;",
         "conflicts: pairs of cells in one row, column or box showing the same digit",
         f"{'step':>4} {'changed':>7} {'confidence':>10} {'conflicts':>9}"
-        + (f" {'correct':>7}" if solution is not None else "")
+        + (f" {'correct':>7}" if solution is not None else ""),
     ]
     senders, receivers = sudoku.sudoku_edges()
     for step in range(len(probs)):
@@ -573,8 +707,8 @@ def describe_solve(
 
 
 def run_solve(args: argparse.Namespace) -> np.ndarray:
-    """The `solve` command."""
-    quiz = sudoku.parse_board(args.puzzle)
+    """The `solve` command: rejects a malformed puzzle or contradictory givens before solving."""
+    quiz = sudoku.check_givens(sudoku.parse_board(args.puzzle))
     config, params, info = load_model(args.checkpoint)
     probs = solve_steps(config, params, quiz, args.steps)
     board = np.where(quiz == 0, probs[-1].argmax(-1) + 1, quiz)
@@ -589,11 +723,12 @@ def run_solve(args: argparse.Namespace) -> np.ndarray:
 
 
 def run_demo(args: argparse.Namespace) -> dict:
-    """The `demo` command: the shipped model on the validation slice, one puzzle step by step."""
-    quizzes, solutions = _load_data(args.data, args.per_level)
+    """The `demo` command: the shipped model on `--per-level` puzzles of each givens level of
+    `--data`, then the hardest puzzle it solves, step by step."""
+    quizzes, solutions = _evaluation_data(args)
     config, params, info = load_model(args.checkpoint)
     print(f"Sudoku RRN demo: {_describe(config, info)}")
-    print(f"evaluating {len(quizzes)} validation puzzles (rrn_valid) at {args.steps} steps")
+    print(f"evaluating {len(quizzes)} puzzles ({args.data}) at {args.steps} steps")
     start = time.time()
     solved, cells = evaluate_puzzles(
         config.model(), params, quizzes, solutions, args.steps, progress=not args.no_progress
@@ -676,7 +811,8 @@ def plot_curves(curves: dict[str, list[dict]], path: str | Path, key: str = "puz
 
 
 def run_curves(args: argparse.Namespace) -> dict:
-    """The `curves` command."""
+    """The `curves` command: writes `--out` and its `_cells` twin."""
+    check_outside_package(args.out, "--out")
     runs = dict(item.split("=", 1) for item in args.run)
     curves = learning_curves(runs)
     for name, rows in curves.items():
@@ -695,34 +831,47 @@ def run_curves(args: argparse.Namespace) -> dict:
     return curves
 
 
+def _givens_levels(text: str) -> list[int]:
+    """`--valid-givens 20,30` as `[20, 30]`."""
+    try:
+        return [int(level) for level in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gnkit sudoku", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
+    data_help = f"a quiz,solution CSV (plain or .xz) or a named data set: {', '.join(DATA_SETS)}"
     p = commands.add_parser("demo", help="evaluate the shipped model and solve one puzzle")
     p.add_argument("--checkpoint", default=PRETRAINED)
-    p.add_argument("--data", help="quiz,solution CSV (default: the shipped validation slice)")
-    p.add_argument("--per-level", type=int, default=20, help="puzzles per givens level (<= 30)")
+    p.add_argument("--data", default="rrn_valid", help=f"{data_help} (default: %(default)s)")
+    p.add_argument("--per-level", type=int, default=20, help="puzzles per givens level")
     p.add_argument("--steps", type=int, default=64)
     p.add_argument("--no-progress", action="store_true")
 
     p = commands.add_parser("eval", help="accuracy per givens level and per step")
     p.add_argument("--checkpoint", default=PRETRAINED, help="'pretrained', a run or export dir")
-    p.add_argument("--data", help="quiz,solution CSV, plain or .xz (default: shipped slice)")
+    p.add_argument("--data", default="rrn_valid_slice", help=f"{data_help} (default: %(default)s)")
     p.add_argument("--per-level", type=int, help="use only the first N puzzles of each level")
     p.add_argument("--steps", type=int, default=64)
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--plot", default="sudoku_eval.png", help="steps x givens heatmap PNG")
+    p.add_argument("--json", help="write the results here (default: print only)")
+    p.add_argument("--plot", help="write a steps x givens heatmap PNG here (default: none)")
     p.add_argument("--no-progress", action="store_true")
 
     p = commands.add_parser("solve", help="solve one puzzle and show how the beliefs settle")
-    p.add_argument("puzzle", help="81 characters, 0 or . for blanks")
+    p.add_argument("puzzle", help="81 characters, ASCII digits, 0 or . for blanks")
     p.add_argument("--checkpoint", default=PRETRAINED)
     p.add_argument("--steps", type=int, default=64)
 
     p = commands.add_parser("export", help="copy a run's best checkpoint as a shippable model")
     p.add_argument("--from", dest="source", required=True, help="a train --run-dir")
-    p.add_argument("--to", dest="target", default=str(pretrained_dir()))
+    p.add_argument(
+        "--to", dest="target", required=True, help="a directory outside the gnkit package"
+    )
 
     p = commands.add_parser("curves", help="plot validation accuracy vs CPU-minutes of runs")
     p.add_argument("--run", action="append", required=True, metavar="NAME=RUN_DIR")
@@ -737,12 +886,14 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         action="append",
         metavar=("FIELD", "VALUE"),
-        help="override a config field, e.g. --set hidden_size 64",
+        help="override a config field (parsed by its declared type), e.g. --set remat block",
     )
-    p.add_argument("--pool", help="training pool CSV (default: the shipped 17-given pool)")
-    p.add_argument("--valid", help="validation CSV (default: the shipped slice)")
+    p.add_argument("--pool", default="royle17_train_pool", help=f"{data_help} (17 givens)")
+    p.add_argument("--valid", default="rrn_valid", help=data_help)
     p.add_argument("--valid-per-level", type=int, default=30)
-    p.add_argument("--valid-givens", help="comma-separated givens levels to validate on")
+    p.add_argument(
+        "--valid-givens", type=_givens_levels, help="comma-separated givens levels to validate on"
+    )
     p.add_argument("--valid-steps", type=int, help="steps at validation (default: eval_steps)")
     p.add_argument("--eval-every-min", type=float, default=10.0)
     p.add_argument("--checkpoint-every-min", type=float, default=5.0)

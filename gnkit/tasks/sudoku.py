@@ -6,10 +6,11 @@ column or a 3x3 box: 20 neighbours per cell, 1,620 edges, sorted by receiver. Pu
 
 Training data follows Palm et al. (2018): puzzles are drawn from a pool of 17-given puzzles with
 their solutions, the digits are relabelled by a random permutation, and k = 0..17 random empty
-cells are revealed from the solution, giving 17..34 givens. The pool shipped in `gnkit/data/`
-holds none of the puzzles that underlie the paper's validation or test sets.
+cells are revealed from the solution, giving 17..34 givens. `gnkit/data/` ships that pool
+(`TRAIN_POOL`, which holds none of the puzzles that underlie the paper's validation or test sets)
+and the paper's validation set (`VALID_SET`, 1,000 puzzles per givens level 17..34).
 
-Host-side functions use NumPy; `SudokuRRN`, `cell_loss` and `puzzle_metrics` are jittable.
+Host-side functions use NumPy; `SudokuRRN`, `cell_loss` and `step_accuracy` are jittable.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import lzma
+import unicodedata
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -34,7 +36,7 @@ NUM_EDGES = 1620
 MIN_GIVENS = 17
 MAX_GIVENS = 34
 TRAIN_POOL = "royle17_train_pool.csv.xz"
-VALID_SLICE = "rrn_valid_slice.csv.xz"
+VALID_SET = "rrn_valid.csv.xz"
 
 
 def sudoku_edges() -> tuple[np.ndarray, np.ndarray]:
@@ -74,17 +76,82 @@ def batch_graph(num_puzzles: int, nodes: np.ndarray | None = None) -> GraphsTupl
 
 
 def parse_board(text: str) -> np.ndarray:
-    """An 81-character board (digits, `0` or `.` for blanks; whitespace ignored) as int8 `[81]`."""
+    """An 81-character board as int8 `[81]`, row by row: digits 1-9, `0` or `.` for blanks. Host.
+
+    Whitespace is ignored. Only the ASCII digits count as digits: any other character (a letter,
+    a full-width or Arabic-Indic digit) raises `ValueError` naming it and its position, and so
+    does a board that is not 81 characters long. Givens may still contradict each other
+    (`check_givens`).
+    """
     chars = "".join(text.split()).replace(".", "0")
-    if len(chars) != NUM_CELLS or not chars.isdigit():
+    for position, char in enumerate(chars):
+        if char not in "0123456789":
+            raise ValueError(
+                f"a Sudoku board holds the digits 0-9 or '.', found {_describe_char(char)} "
+                f"at position {position + 1}{_where(position)}"
+            )
+    if len(chars) != NUM_CELLS:
         raise ValueError(
             f"a Sudoku board is 81 characters of 0-9 or '.', got {len(chars)} characters: {text!r}"
         )
     return np.frombuffer(chars.encode(), np.uint8).astype(np.int8) - ord("0")
 
 
+def _describe_char(char: str) -> str:
+    name = unicodedata.name(char, None)
+    return repr(char) if char.isascii() or name is None else f"{char!r} ({name})"
+
+
+def _cell_name(cell: int) -> str:
+    """`row R, column C` (1-based) of a cell index 0-80."""
+    return f"row {cell // 9 + 1}, column {cell % 9 + 1}"
+
+
+def _where(position: int) -> str:
+    """` (row R, column C)` for a character position that is a cell, else nothing."""
+    return f" ({_cell_name(position)})" if position < NUM_CELLS else ""
+
+
+def find_conflict(board: np.ndarray) -> tuple[int, int] | None:
+    """The first two cells that share a row, column or box and hold the same digit. Host.
+
+    `board` is int `[81]` with 0 for blanks. Returns `(earlier_cell, later_cell)`, the pair whose
+    later cell comes first in reading order (then the earlier cell), or None when the digits are
+    consistent.
+    """
+    board = np.asarray(board)
+    senders, receivers = sudoku_edges()
+    clash = (board[senders] != 0) & (board[senders] == board[receivers]) & (senders < receivers)
+    if not clash.any():
+        return None
+    pairs = np.stack([receivers[clash], senders[clash]], axis=1)
+    later, earlier = min(map(tuple, pairs.tolist()))
+    return earlier, later
+
+
+def check_givens(quiz: np.ndarray) -> np.ndarray:
+    """`quiz` unchanged if no two givens contradict each other, else `ValueError` naming both. Host.
+
+    `quiz` is int `[81]`, 0 for blanks. Such a puzzle has no solution, so nothing should try.
+    """
+    conflict = find_conflict(quiz)
+    if conflict is not None:
+        earlier, later = conflict
+        unit = "box"
+        if earlier // 9 == later // 9:
+            unit = "row"
+        elif earlier % 9 == later % 9:
+            unit = "column"
+        digit = int(quiz[later])
+        raise ValueError(
+            f"the givens contradict each other: the {digit} at {_cell_name(later)} "
+            f"conflicts with the {digit} at {_cell_name(earlier)} (same {unit})"
+        )
+    return quiz
+
+
 def format_board(board: np.ndarray) -> str:
-    """A board `[81]` as nine lines with box separators, `.` for blanks."""
+    """A board int `[81]` as nine lines with box separators, `.` for blanks. Host."""
     lines = []
     for row in range(9):
         if row in (3, 6):
@@ -170,12 +237,12 @@ def _parse_rows(text: str, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shipped_data(name: str) -> Path:
-    """Path of a data file shipped in `gnkit/data/` (e.g. `TRAIN_POOL`, `VALID_SLICE`)."""
+    """Path of a data file shipped in `gnkit/data/` (`TRAIN_POOL` or `VALID_SET`). Host."""
     return Path(str(resources.files("gnkit") / "data" / name))
 
 
 def num_givens(quizzes: np.ndarray) -> np.ndarray:
-    """Number of filled cells per puzzle, int `[P]`."""
+    """Number of filled cells per puzzle, int `[P]`, of quizzes int `[P, 81]`. Host."""
     return (np.asarray(quizzes) != 0).sum(axis=-1)
 
 
