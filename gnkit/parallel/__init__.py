@@ -1,13 +1,15 @@
 """Scale-out: data-parallel training over devices and hosts, and edge-sharded message passing.
 
-Data parallelism (`batches`, `placement`, `step`). The host splits a list of graphs into one padded
-batch per device, whole graphs kept together, nodes and edges balanced, one padded shape for all
-(`device_batches`). `shard_device_batches` (or `shard_batch` for plain arrays) puts them on the
-devices in the layout of the mode: stacked on a leading device axis for `jax.pmap` ('pmap'), or
-one global array sharded over a `Mesh` axis for `jax.jit` ('mesh', the style current JAX
-recommends). `make_train_step(loss_fn, optimizer, mode)` builds the step for 'single', 'pmap' or
-'mesh': parameters replicated (`replicate`), each device differentiates its own batch, gradients
-summed across devices, so one step equals a single-device step on the union of the batches.
+Data parallelism (`strategy`, `batches`, `placement`, `step`). A strategy object,
+`data_parallel('mesh' | 'pmap' | 'single')`, is the one place where the modes differ: it
+replicates parameters, lays batches out over the devices and builds the step ('mesh', the style
+current JAX recommends: one global array per leaf over a `Mesh` axis and `jit` of a `shard_map`;
+'single' is its one-device case; 'pmap': a leading device axis and `jax.pmap`). `placement` and
+`step` offer the same operations as functions of a mode string. The host splits a list of graphs
+into one padded batch per device, whole graphs kept together, nodes and edges balanced, one padded
+shape for all (`device_batches`); `shard_device_batches` (or `shard_batch` for plain arrays) puts
+them on the devices. Each device differentiates its own batch and the gradients are summed across
+devices, so one step equals a single-device step on the union of the batches.
 
 Many hosts (`distributed`): `initialize()` starts `jax.distributed`; `process_shard` gives each
 process its part of the data; the same steps then reduce across every device of every process.
@@ -38,11 +40,16 @@ from gnkit.parallel.placement import (
     unreplicate,
 )
 from gnkit.parallel.step import make_train_step
+from gnkit.parallel.strategy import MeshStrategy, PmapStrategy, Strategy, data_parallel
 
 __all__ = [
     "DATA_AXIS",
     "EDGE_AXIS",
     "MODES",
+    "MeshStrategy",
+    "PmapStrategy",
+    "Strategy",
+    "data_parallel",
     "device_batches",
     "edge_sharded",
     "edge_sharded_specs",
