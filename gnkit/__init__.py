@@ -1,10 +1,13 @@
 """gnkit: graph networks in JAX.
 
 The public API, flat. jraph 0.0.6's public names are all here with jraph's meaning, so
-`import gnkit as jraph` is a migration path; gnkit's own additions sit beside them.
+`import gnkit as jraph` is a migration path; gnkit's own additions sit beside them. The Flax
+modules, `gnkit.nn`, load on first use, so `import gnkit` alone does not import Flax.
 """
 
-from gnkit import aggregators, nn, parallel
+import importlib
+
+from gnkit import aggregators, parallel
 from gnkit.attention import (
     gat,
     graph_attention,
@@ -241,3 +244,9 @@ __all__ = [
     "nn",
     "parallel",
 ]
+
+
+def __getattr__(name: str):
+    if name == "nn":
+        return importlib.import_module("gnkit.nn")
+    raise AttributeError(f"module 'gnkit' has no attribute {name!r}")
