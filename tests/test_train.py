@@ -1,6 +1,13 @@
-"""Tests for gnkit.train (loop, checkpoints, exact resume) and the Sudoku demo's commands."""
+"""Tests for gnkit.train (loop, checkpoints, exact resume, stopping) and the Sudoku demo's
+commands."""
 
 import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +37,7 @@ def _fit(setup, state, num_steps, directory=None, make_batch=None, **kwargs):
         num_steps,
         checkpoint_dir=directory,
         progress=False,
-        **kwargs,
+        **{"should_stop": training.StopRequest(), **kwargs},
     )
 
 
@@ -111,22 +118,292 @@ def test_interrupt_saves_and_resume_matches(setup, tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
-def test_metrics_log(setup, tmp_path):
+# A toy regression trained with `fit`: fast to compile, so the loop's bookkeeping can be tested
+# on many short runs. Run as a script (`python -c TOY_TRAINING RUN_DIR STEPS`) it is a command
+# line entry point: `run_stoppable` installs the signal handlers and gives the exit status.
+TOY_TRAINING = """
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gnkit import train as training
+
+OPTIMIZER = optax.adam(0.05)
+TRUE_WEIGHTS = np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
+
+
+def initial_state():
+    params = {"w": jnp.zeros((4, 1))}
+    return training.TrainState(params=params, opt_state=OPTIMIZER.init(params))
+
+
+@jax.jit
+def train_step(params, opt_state, batch):
+    inputs, targets = batch
+    loss_fn = lambda p: jnp.mean((inputs @ p["w"] - targets) ** 2)
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    updates, opt_state = OPTIMIZER.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, {"loss": loss}
+
+
+def make_batch(step):
+    inputs = np.random.default_rng(step).normal(size=(8, 4)).astype(np.float32)
+    return inputs, inputs @ TRUE_WEIGHTS
+
+
+def train_run(run_dir, num_steps, should_stop, seconds_per_batch=0.0):
+    def paced_batch(step):
+        time.sleep(seconds_per_batch)
+        return make_batch(step)
+
+    state = training.resume_or(initial_state(), f"{run_dir}/checkpoints")
+    return training.fit(
+        state, train_step, paced_batch, num_steps, checkpoint_dir=f"{run_dir}/checkpoints",
+        checkpoint_every_s=0.05, metrics_path=f"{run_dir}/metrics.jsonl", log_every_steps=7,
+        progress=False, should_stop=should_stop,
+    )
+
+
+if __name__ == "__main__":
+    from gnkit.demos._graph_nets import run_stoppable
+
+    run_dir, num_steps = sys.argv[1], int(sys.argv[2])
+    sys.exit(run_stoppable(lambda stop: train_run(run_dir, num_steps, stop, 0.002)))
+"""
+TOY = {}
+exec(TOY_TRAINING, TOY)
+
+
+def toy_fit(num_steps, state=None, **kwargs):
+    return training.fit(
+        TOY["initial_state"]() if state is None else state,
+        TOY["train_step"],
+        kwargs.pop("make_batch", TOY["make_batch"]),
+        num_steps,
+        progress=False,
+        **{"should_stop": training.StopRequest(), **kwargs},
+    )
+
+
+def assert_same_state(got, want):
+    for a, b in zip(
+        jax.tree.leaves((got.params, got.opt_state)),
+        jax.tree.leaves((want.params, want.opt_state)),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_metrics_log_records_counters_without_rounding_them_away(tmp_path, monkeypatch):
+    """The CPU clock is faked: 0.012 s per training step, none for evaluation, so the records
+    hold hand-computed times however fast the machine is."""
+    clock = [100.0]
+    monkeypatch.setattr(time, "process_time", lambda: clock[0])
+
+    def timed_step(params, opt_state, batch):
+        clock[0] += 0.012
+        return TOY["train_step"](params, opt_state, batch)
+
     path = tmp_path / "metrics.jsonl"
-    _fit(
-        setup,
-        demo.init_state(CONFIG),
+    state = training.fit(
+        TOY["initial_state"](),
+        timed_step,
+        TOY["make_batch"],
         4,
         metrics_path=path,
         log_every_steps=2,
         examples_per_step=8,
         evaluate=lambda params: {"score": 1.0, "per": {"17": 0.25}},
         eval_every_steps=4,
+        progress=False,
+        should_stop=training.StopRequest(),
     )
     rows = training.read_metrics(path)
     assert [row["kind"] for row in rows] == ["train", "train", "eval"]
-    assert rows[1]["examples"] == 32 and rows[2]["per"] == {"17": 0.25}
-    assert rows[1]["cpu_minutes"] > 0 and "loss" in rows[0]
+    assert [row["examples"] for row in rows] == [16, 32, 32]
+    assert rows[2]["per"] == {"17": 0.25} and "loss" in rows[0]
+    np.testing.assert_allclose([row["cpu_minutes"] for row in rows], [0.0004, 0.0008, 0.0008])
+    assert rows[2]["eval_cpu_minutes"] == 0.0
+    assert state.cpu_seconds == pytest.approx(0.048)
+
+
+def test_stop_request_logs_the_partial_interval_saves_and_resumes_exactly(tmp_path):
+    straight = toy_fit(12)
+    stop = training.StopRequest()
+
+    def stop_after_step_five(step):
+        if step == 4:
+            stop.set()
+        return TOY["make_batch"](step)
+
+    options = dict(checkpoint_dir=tmp_path, metrics_path=tmp_path / "metrics.jsonl")
+    with pytest.raises(training.TrainingStopped) as stopped:
+        toy_fit(12, make_batch=stop_after_step_five, log_every_steps=4, should_stop=stop, **options)
+    assert stopped.value.step == 5 and stopped.value.exit_code == 130
+    assert stopped.value.checkpoint == tmp_path / "checkpoint_000000005.msgpack"
+    assert "at step 5" in str(stopped.value)
+    resumed = toy_fit(
+        12, training.resume_or(TOY["initial_state"](), tmp_path), log_every_steps=4, **options
+    )
+    assert_same_state(resumed, straight)
+    rows = training.read_metrics(tmp_path / "metrics.jsonl")
+    assert [row["step"] for row in rows] == [4, 5, 8, 12]
+
+
+def test_resume_drops_the_records_logged_after_its_checkpoint(tmp_path):
+    """A kill after steps 4-6 were logged but before checkpoint 6 was written (simulated by
+    deleting it): the resumed run logs them again, and the file has each step once."""
+    options = dict(
+        checkpoint_dir=tmp_path,
+        metrics_path=tmp_path / "metrics.jsonl",
+        log_every_steps=1,
+        evaluate=lambda params: {"score": 0.0},
+        eval_every_steps=3,
+        checkpoint_every_s=1e9,
+    )
+    toy_fit(6, **options)
+    (tmp_path / "checkpoint_000000006.msgpack").unlink()
+    with open(tmp_path / "metrics.jsonl", "a") as stream:
+        stream.write('{"kind": "train", "st')  # a record torn by the kill
+    resumed = toy_fit(6, training.resume_or(TOY["initial_state"](), tmp_path), **options)
+    assert_same_state(resumed, toy_fit(6))
+    rows = training.read_metrics(tmp_path / "metrics.jsonl")
+    assert [(row["kind"], row["step"]) for row in rows] == [
+        ("train", 1), ("train", 2), ("train", 3), ("eval", 3),
+        ("train", 4), ("train", 5), ("train", 6), ("eval", 6),
+    ]  # fmt: skip
+
+
+def test_unreadable_latest_checkpoint_is_named_and_the_previous_one_used(tmp_path):
+    toy_fit(4, checkpoint_dir=tmp_path, checkpoint_every_s=0.0)
+    newest = tmp_path / "checkpoint_000000004.msgpack"
+    newest.write_bytes(newest.read_bytes()[:100])
+    with pytest.raises(training.CheckpointError, match="checkpoint_000000004.msgpack"):
+        training.load_checkpoint(newest, TOY["initial_state"]())
+    with pytest.warns(RuntimeWarning, match="checkpoint_000000004.msgpack"):
+        state = training.resume_or(TOY["initial_state"](), tmp_path)
+    assert int(state.step) == 3
+    assert_same_state(state, toy_fit(3))
+    assert training.checkpoint_steps(tmp_path) == [3]
+    assert (tmp_path / "checkpoint_000000004.msgpack.unreadable").exists()
+
+
+def test_fit_runs_in_a_thread_and_stops_when_an_event_is_set(tmp_path):
+    """No signal handler is needed: the main thread sets a `threading.Event` while the
+    training thread waits inside its sixth batch, so the run stops after step 6."""
+    stop, reached = threading.Event(), threading.Event()
+    outcome = {}
+
+    def batch_waiting_at_step_five(step):
+        if step == 5:
+            reached.set()
+            stop.wait(timeout=60)
+        return TOY["make_batch"](step)
+
+    def train_in_thread():
+        try:
+            toy_fit(
+                10, make_batch=batch_waiting_at_step_five, checkpoint_dir=tmp_path, should_stop=stop
+            )
+        except training.TrainingStopped as stopped:
+            outcome["stopped"] = stopped
+
+    worker = threading.Thread(target=train_in_thread)
+    worker.start()
+    assert reached.wait(timeout=60)
+    stop.set()
+    worker.join(timeout=60)
+    assert outcome["stopped"].step == 6 and outcome["stopped"].signal_number is None
+    resumed = toy_fit(10, training.resume_or(TOY["initial_state"](), tmp_path))
+    assert_same_state(resumed, toy_fit(10))
+
+
+@pytest.mark.parametrize("signal_number, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_handlers_only_set_the_flag(tmp_path, signal_number, exit_code):
+    """The signal arrives inside `make_batch`; the handler sets the flag, the step finishes,
+    and the run stops before the next one. The previous handler is back afterwards."""
+    before = signal.getsignal(signal_number)
+
+    def signalled_batch(step):
+        if step == 2:
+            signal.raise_signal(signal_number)
+        return TOY["make_batch"](step)
+
+    with training.stop_on_signals() as stop:
+        with pytest.raises(training.TrainingStopped) as stopped:
+            toy_fit(10, make_batch=signalled_batch, checkpoint_dir=tmp_path, should_stop=stop)
+    assert (stopped.value.step, stopped.value.exit_code) == (3, exit_code)
+    assert signal.getsignal(signal_number) is before
+    assert training.checkpoint_steps(tmp_path) == [3]
+
+
+def test_fit_without_should_stop_installs_the_flag_handlers_itself_deprecated(tmp_path):
+    def signalled_batch(step):
+        if step == 1:
+            signal.raise_signal(signal.SIGTERM)
+        return TOY["make_batch"](step)
+
+    with pytest.warns(DeprecationWarning, match="stop_on_signals"):
+        with pytest.raises(training.TrainingStopped) as stopped:
+            training.fit(
+                TOY["initial_state"](),
+                TOY["train_step"],
+                signalled_batch,
+                10,
+                checkpoint_dir=tmp_path,
+                progress=False,
+            )
+    assert (stopped.value.step, stopped.value.exit_code) == (2, 143)
+
+
+def _wait_for_progress(process, metrics_path, after_step, timeout=120):
+    """Wait until the metrics file has a record past `after_step` (training is under way)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        text = metrics_path.read_text() if metrics_path.exists() else ""
+        complete_lines = text.split("\n")[:-1]
+        if complete_lines and json.loads(complete_lines[-1])["step"] > after_step:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"no training progress past step {after_step}: {process.poll()}")
+
+
+@pytest.mark.slow
+def test_signals_at_random_moments_stop_cleanly_and_resume_exactly(tmp_path):
+    """A real process, stopped four times by SIGINT / SIGTERM at random moments of training:
+    each time one line and the documented exit status, no traceback and no "Exception
+    ignored"; the final state equals an uninterrupted run and every step is logged once."""
+    num_steps, moments = 2000, random.Random(0)
+    command = [sys.executable, "-c", TOY_TRAINING, str(tmp_path), str(num_steps)]
+    saved_step = 0
+    for signal_number in (signal.SIGINT, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        _wait_for_progress(process, tmp_path / "metrics.jsonl", saved_step)
+        time.sleep(moments.uniform(0.0, 0.3))
+        process.send_signal(signal_number)
+        stdout, stderr = process.communicate(timeout=120)
+        assert process.returncode == 128 + signal_number, stdout + stderr
+        assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+        name = signal.Signals(signal_number).name
+        assert stdout.startswith(f"stopped by {name} at step ") and stdout.count("\n") == 1
+        saved_step = int(stdout.split()[5].rstrip(";"))
+        assert training.checkpoint_steps(tmp_path / "checkpoints")[-1] == saved_step
+    assert saved_step < num_steps
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    state = training.load_checkpoint(
+        training.latest_checkpoint(tmp_path / "checkpoints"), TOY["initial_state"]()
+    )
+    assert_same_state(state, toy_fit(num_steps))
+    steps = [row["step"] for row in training.read_metrics(tmp_path / "metrics.jsonl")]
+    assert steps == sorted(set(steps)) and steps[-1] == num_steps
+    assert set(range(7, num_steps, 7)) <= set(steps)
 
 
 @pytest.mark.slow
