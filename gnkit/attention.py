@@ -3,6 +3,9 @@
 Each node attends over its incoming edges: the weights are a softmax over the edges that share a
 receiver (the safe softmax, so a node without incoming edges gets zeros, never NaN), and the new
 node features are the weighted sum of the senders' values. Node features are arrays `[N, F]`.
+`add_self_edges=True` makes every node attend to itself exactly once, as PyTorch Geometric's
+attention layers do (`remove_self_loops` then `add_self_loops`): the graph's own self-edges get
+no weight and one self-edge per node is added.
 The blocks hold no parameters: projections come from the caller's update callables, which may
 return `[N, H * D]` (split into `H` heads here) or `[N, H, D]`. Jittable, vmappable, differentiable.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -55,33 +59,59 @@ def _edges_split_over_devices(graph: GraphsTuple) -> bool:
     return bool(edge_axes - node_axes)
 
 
-def _edge_index(graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bool, block: str):
-    """Senders and receivers, with one self-edge per node appended when asked.
+class _AttentionEdges(NamedTuple):
+    """The edges attention runs over: `senders`, `receivers` `[E']`, whether the receivers are
+    sorted, and `replaced` (bool `[E']`, or None): the graph's own self-edges, which get no
+    weight because an added self-edge stands in for them."""
 
-    Appending self-edges breaks the receiver order, so the sorted flag is then dropped. With the
-    edges split over devices every device would append them, counting each self-edge once per
-    device: that raises a `ValueError` naming `block`.
+    senders: jax.Array
+    receivers: jax.Array
+    indices_are_sorted: bool
+    replaced: jax.Array | None
+
+
+def _edge_index(
+    graph: GraphsTuple, add_self_edges: bool, indices_are_sorted: bool, block: str
+) -> _AttentionEdges:
+    """The graph's edges or, with `add_self_edges`, those with exactly one self-edge per node.
+
+    As PyTorch Geometric's `remove_self_loops` then `add_self_loops`: one self-edge per node is
+    appended and the graph's own self-edges are marked `replaced` (static shapes: they stay in the
+    edge list and `_attend` gives them weight 0). Appending breaks the receiver order, so the
+    sorted flag is then dropped. With the edges split over devices every device would append
+    them, counting each self-edge once per device: that raises a `ValueError` naming `block`.
     """
     if not add_self_edges:
-        return graph.senders, graph.receivers, indices_are_sorted
+        return _AttentionEdges(graph.senders, graph.receivers, indices_are_sorted, None)
     if _edges_split_over_devices(graph):
         raise ValueError(
             f"{block}: add_self_edges=True with edges sharded over devices would add each "
             "self-edge once per device; add them to the graph before sharding it "
-            "(gnkit.batching.add_self_edges) and pass add_self_edges=False."
+            "(gnkit.batching.add_self_edges, on a graph without self-edges for one per node) "
+            "and pass add_self_edges=False."
         )
     every_node = jnp.arange(graph.nodes.shape[0], dtype=graph.senders.dtype)
-    senders = jnp.concatenate([graph.senders, every_node])
-    receivers = jnp.concatenate([graph.receivers, every_node])
-    return senders, receivers, False
+    replaced = jnp.concatenate(
+        [graph.senders == graph.receivers, jnp.zeros(every_node.shape, bool)]
+    )
+    return _AttentionEdges(
+        senders=jnp.concatenate([graph.senders, every_node]),
+        receivers=jnp.concatenate([graph.receivers, every_node]),
+        indices_are_sorted=False,
+        replaced=replaced,
+    )
 
 
-def _attend(logits, values, senders, receivers, n_node, indices_are_sorted, softmax, aggregator):
-    """Softmax `[E, H]` logits over each receiver's edges; sum the senders' `[N, H, D]` values."""
-    weights = softmax(logits, receivers, n_node, indices_are_sorted=indices_are_sorted)
-    messages = values[senders] * weights[..., None]
-    sorted_flag = {"indices_are_sorted": True} if indices_are_sorted else {}
-    return get_aggregator(aggregator)(messages, receivers, n_node, **sorted_flag)
+def _attend(logits, values, edges, n_node, softmax, aggregator):
+    """Softmax `[E, H]` logits over each receiver's edges (replaced self-edges get logit -inf,
+    weight 0); sum the senders' `[N, H, D]` values, weighted: `[N, H, D]`."""
+    if edges.replaced is not None:
+        logits = jnp.where(edges.replaced[:, None], -jnp.inf, logits)
+    is_sorted = edges.indices_are_sorted
+    weights = softmax(logits, edges.receivers, n_node, indices_are_sorted=is_sorted)
+    messages = values[edges.senders] * weights[..., None]
+    sorted_flag = {"indices_are_sorted": True} if is_sorted else {}
+    return get_aggregator(aggregator)(messages, edges.receivers, n_node, **sorted_flag)
 
 
 def graph_attention(
@@ -102,7 +132,8 @@ def graph_attention(
     values `[N, H, Dv]`), each edge `j -> i` gets the logit `q_i . k_j / sqrt(D)` per head, the
     weights are a softmax over the edges into `i`, and `x'_i = sum_j w_ij v_j`. Heads are
     concatenated (`[N, H * Dv]`) or averaged (`[N, Dv]`). `add_self_edges` lets every node attend
-    to itself too; without it a node with no incoming edges gets zeros. `indices_are_sorted`
+    to itself exactly once (self-edges already in the graph get no weight); without it a node
+    with no incoming edges gets zeros. `indices_are_sorted`
     declares `graph.receivers` sorted. Replaces `graph.nodes`; no output projection or activation.
     `softmax` and `aggregator` are as in `gat`, for edge sharding.
     """
@@ -114,14 +145,10 @@ def graph_attention(
         queries = _split_heads(query_fn(nodes), num_heads, "query_fn")
         keys = _split_heads(key_fn(nodes), num_heads, "key_fn")
         values = _split_heads(value_fn(nodes), num_heads, "value_fn")
-        senders, receivers, is_sorted = _edge_index(
-            graph, add_self_edges, indices_are_sorted, "graph_attention"
-        )
-        logits = jnp.sum(queries[receivers] * keys[senders], axis=-1)
+        edges = _edge_index(graph, add_self_edges, indices_are_sorted, "graph_attention")
+        logits = jnp.sum(queries[edges.receivers] * keys[edges.senders], axis=-1)
         logits = logits / math.sqrt(queries.shape[-1])
-        per_head = _attend(
-            logits, values, senders, receivers, nodes.shape[0], is_sorted, softmax, aggregator
-        )
+        per_head = _attend(logits, values, edges, nodes.shape[0], softmax, aggregator)
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 
     return apply
@@ -151,7 +178,10 @@ def gat(
     LeakyReLU(`negative_slope`), softmaxes over the edges into `i` and sets
     `x'_i = sum_j w_ij z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`), with no
     output activation. The paper includes `i` in its own neighbourhood: `add_self_edges=True`
-    (not combinable with `use_edges`). Replaces `graph.nodes`.
+    (not combinable with `use_edges`) attends to each node itself exactly once, as PyTorch
+    Geometric's `GATConv`: self-edges already in the graph get no weight (logit -inf, which
+    `softmax` must map to weight 0, as the default does) and one per node is added. Replaces
+    `graph.nodes`. Jittable.
 
     Fast path: instead of `logit_fn`, pass `sender_logit_fn` and `receiver_logit_fn`, each mapping
     the per-head node table `[N, H, D]` to scores `[N, H]`; the edge logit is then
@@ -183,29 +213,24 @@ def gat(
         fields = ("nodes", "senders", "receivers") + (("edges",) if use_edges else ())
         require(graph, *fields, block="gat")
         projected = _split_heads(project_fn(graph.nodes), num_heads, "project_fn")
-        senders, receivers, is_sorted = _edge_index(
-            graph, add_self_edges, indices_are_sorted, "gat"
-        )
+        edges = _edge_index(graph, add_self_edges, indices_are_sorted, "gat")
         if split_logits:
-            logits = jnp.take(sender_logit_fn(projected), senders, axis=0) + jnp.take(
-                receiver_logit_fn(projected), receivers, axis=0, indices_are_sorted=is_sorted
+            logits = jnp.take(sender_logit_fn(projected), edges.senders, axis=0) + jnp.take(
+                receiver_logit_fn(projected),
+                edges.receivers,
+                axis=0,
+                indices_are_sorted=edges.indices_are_sorted,
             )
         else:
-            inputs = {"sender_nodes": projected[senders], "receiver_nodes": projected[receivers]}
+            inputs = {
+                "sender_nodes": projected[edges.senders],
+                "receiver_nodes": projected[edges.receivers],
+            }
             if use_edges:
                 inputs["edges"] = graph.edges
             logits = logit_fn(**inputs)
         logits = jax.nn.leaky_relu(logits, negative_slope)
-        per_head = _attend(
-            logits,
-            projected,
-            senders,
-            receivers,
-            projected.shape[0],
-            is_sorted,
-            softmax,
-            aggregator,
-        )
+        per_head = _attend(logits, projected, edges, projected.shape[0], softmax, aggregator)
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 
     return apply

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -64,24 +65,40 @@ def _neighbour_sum(features, graph, aggregator, indices_are_sorted):
     )
 
 
+_GCN_CONVENTIONS = ("jraph", "pyg")
+
+
 def gcn(
     update_fn: Callable[[ArrayTree], ArrayTree],
     *,
     add_self_edges: bool = True,
     symmetric_normalization: bool = True,
+    convention: str = "jraph",
     project_first: bool = True,
     aggregator: Aggregator | None = None,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A graph convolution (Kipf & Welling 2017): `x' = D_in^-1/2 (A + I) D_out^-1/2 update_fn(x)`.
+    """A graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 update_fn(x)`.
 
     `update_fn` (the weight matrix `W`, leaves `[N, F] -> [N, F']`) is applied first, then each
-    node sums its neighbours' projected features, each scaled by `1/sqrt(deg_out(sender))` and the
-    sum by `1/sqrt(deg_in(receiver))` (degrees counted with the self-edge; a degree of 0 counts
-    as 1). For a symmetric adjacency this is the paper's `D^-1/2 (A + I) D^-1/2 X W`.
-    `add_self_edges` adds `I` without materialising edges; `symmetric_normalization=False` gives
-    the plain sum. No activation. Configured alike (`add_self_edges`, `symmetric_normalization`)
-    it equals jraph's `GraphConvolution`. Replaces `graph.nodes`.
+    node sums its neighbours' projected features, each scaled by `1/sqrt` of a degree of the
+    sender and the sum by `1/sqrt(deg_in(receiver))`. For a symmetric adjacency without
+    self-edges both conventions below are the paper's `D^-1/2 (A + I) D^-1/2 X W`; they differ on
+    directed graphs and on graphs that already hold self-edges:
+
+    - `convention='jraph'` (default), as jraph's `GraphConvolution`: `add_self_edges` adds `I` to
+      every node, on top of any self-edges already in the graph;
+      `x' = D_in^-1/2 (A + I) D_out^-1/2 x W`, the sender scaled by its out-degree, degrees
+      counted with the added self-edge, a degree of 0 counted as 1.
+    - `convention='pyg'`, as PyTorch Geometric's `GCNConv` (`gcn_norm` with
+      `add_remaining_self_loops`): `add_self_edges` gives every node exactly one self-edge (the
+      graph's own self-edges are counted once, however many there are); sender and receiver
+      are both scaled by their in-degree, counted with that self-edge; a node of in-degree 0 (only
+      possible without `add_self_edges`) has scale 0, so its messages vanish.
+
+    `symmetric_normalization=False` gives the plain sum over the same edges (with `'pyg'`, what
+    `GCNConv(normalize=False)` computes when `add_self_edges=False`). No activation. Replaces
+    `graph.nodes`. Jittable.
 
     `project_first=False` propagates the raw features and applies `update_fn` after: the same
     result when `update_fn` is linear (a Dense without bias, `(A X) W = A (X W)`), not otherwise.
@@ -90,42 +107,102 @@ def gcn(
     all; keep the default when `F' < F` and `x` needs a gradient. The neighbour sums gather
     and add a chunk of edges at a time (no `[E, F]` array); an `aggregator`, a segment sum such as
     the edge-sharded `gnkit.parallel.sharded_aggregator('sum')`, instead reduces the gathered
-    `[E, F]` messages and counts the degrees. The self-edge term is added after the reduction,
-    so `add_self_edges` stays correct with edges sharded over devices.
+    `[E, F]` messages and counts the degrees (and, for `'pyg'`, each node's self-edges). The
+    self-edge term is added after the reduction, so `add_self_edges` stays correct with edges
+    sharded over devices.
     """
+    if convention not in _GCN_CONVENTIONS:
+        raise ValueError(f"gcn: convention must be one of {_GCN_CONVENTIONS}, got {convention!r}.")
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="gcn")
         features = update_fn(graph.nodes) if project_first else graph.nodes
-        if not symmetric_normalization:
-            aggregated = _neighbour_sum(features, graph, aggregator, indices_are_sorted)
-            if add_self_edges:
-                aggregated = tree_map(jnp.add, aggregated, features)
-        else:
-            in_scale, out_scale = _degree_scales(
-                graph, aggregator, add_self_edges, indices_are_sorted
+        if convention == "pyg":
+            scales = _pyg_scales(
+                graph, aggregator, add_self_edges, symmetric_normalization, indices_are_sorted
             )
-            scaled = tree_map(lambda x: x * _column(out_scale, x), features)
-            aggregated = _neighbour_sum(scaled, graph, aggregator, indices_are_sorted)
-            if add_self_edges:
-                aggregated = tree_map(jnp.add, aggregated, scaled)
-            aggregated = tree_map(lambda x: x * _column(in_scale, x), aggregated)
+        else:
+            scales = _jraph_scales(
+                graph, aggregator, add_self_edges, symmetric_normalization, indices_are_sorted
+            )
+        aggregated = _propagate(features, graph, scales, aggregator, indices_are_sorted)
         return graph._replace(nodes=aggregated if project_first else update_fn(aggregated))
 
     return apply
 
 
-def _degree_scales(graph, aggregator, add_self_edges, indices_are_sorted):
-    """`1/sqrt(deg_in)` and `1/sqrt(deg_out)`, `[N]` each, degrees counted by `aggregator`."""
+class _Scales(NamedTuple):
+    """Per-node factors of a GCN propagation, each `[N]` or None (no scaling):
+    `x'_i = receiver_i * (sum_{j -> i} sender_j x_j + self_weight_i * sender_i x_i)`."""
+
+    sender: jax.Array | None
+    receiver: jax.Array | None
+    self_weight: jax.Array | float
+
+
+def _propagate(features, graph, scales, aggregator, indices_are_sorted):
+    """`x'_i = receiver_i (sum_{j -> i} sender_j x_j + self_weight_i sender_i x_i)`, leaves
+    `[N, ...] -> [N, ...]`; the self term is added after the neighbour sum."""
+    if scales.sender is not None:
+        features = tree_map(lambda x: x * _column(scales.sender, x), features)
+    aggregated = _neighbour_sum(features, graph, aggregator, indices_are_sorted)
+    if isinstance(scales.self_weight, jax.Array):
+        aggregated = tree_map(
+            lambda s, x: s + x * _column(scales.self_weight, x), aggregated, features
+        )
+    elif scales.self_weight:
+        aggregated = tree_map(jnp.add, aggregated, features)
+    if scales.receiver is not None:
+        aggregated = tree_map(lambda x: x * _column(scales.receiver, x), aggregated)
+    return aggregated
+
+
+def _edge_counts(graph, edge_values, aggregator, indices_are_sorted):
+    """Sum of `edge_values` (`[E, ...]`) over each node's incoming edges, by `aggregator`."""
     aggregator = "sum" if aggregator is None else aggregator
-    ones = graph._replace(edges=jnp.ones(graph.senders.shape[0]))
-    self_degree = 1.0 if add_self_edges else 0.0
-    in_degree = aggregate_received_edges(ones, aggregator, indices_are_sorted=indices_are_sorted)
-    out_degree = aggregate_sent_edges(ones, aggregator)
-    return (
-        jax.lax.rsqrt(jnp.maximum(in_degree + self_degree, 1.0)),
-        jax.lax.rsqrt(jnp.maximum(out_degree + self_degree, 1.0)),
+    return aggregate_received_edges(
+        graph._replace(edges=edge_values), aggregator, indices_are_sorted=indices_are_sorted
     )
+
+
+def _jraph_scales(graph, aggregator, add_self_edges, symmetric_normalization, indices_are_sorted):
+    """jraph's `GraphConvolution`: one added self-edge per node, `1/sqrt(max(deg_out, 1))` on
+    the sender and `1/sqrt(max(deg_in, 1))` on the receiver, degrees with the self-edge."""
+    self_weight = 1.0 if add_self_edges else 0.0
+    if not symmetric_normalization:
+        return _Scales(None, None, self_weight)
+    ones = jnp.ones(graph.senders.shape[0])
+    in_degree = _edge_counts(graph, ones, aggregator, indices_are_sorted)
+    out_degree = aggregate_sent_edges(
+        graph._replace(edges=ones), "sum" if aggregator is None else aggregator
+    )
+    return _Scales(
+        sender=jax.lax.rsqrt(jnp.maximum(out_degree + self_weight, 1.0)),
+        receiver=jax.lax.rsqrt(jnp.maximum(in_degree + self_weight, 1.0)),
+        self_weight=self_weight,
+    )
+
+
+def _pyg_scales(graph, aggregator, add_self_edges, symmetric_normalization, indices_are_sorted):
+    """PyTorch Geometric's `gcn_norm`: the graph's self-edges replaced by one per node when
+    `add_self_edges` (a self weight of `1 - count`, the count of self-edges already there), and
+    `1/sqrt(deg_in)` (0 where `deg_in = 0`) on both ends."""
+    if not (add_self_edges or symmetric_normalization):
+        return _Scales(None, None, 0.0)
+    is_self_edge = (graph.senders == graph.receivers).astype(jnp.result_type(float))
+    counts = _edge_counts(
+        graph,
+        jnp.stack([jnp.ones_like(is_self_edge), is_self_edge], axis=-1),
+        aggregator,
+        indices_are_sorted,
+    )
+    in_degree, self_edges = counts[:, 0], counts[:, 1]
+    self_weight = 1.0 - self_edges if add_self_edges else 0.0
+    if not symmetric_normalization:
+        return _Scales(None, None, self_weight)
+    in_degree = in_degree + self_weight
+    scale = jnp.where(in_degree > 0, jax.lax.rsqrt(jnp.maximum(in_degree, 1.0)), 0.0)
+    return _Scales(sender=scale, receiver=scale, self_weight=self_weight)
 
 
 def _column(scale: jax.Array, like: jax.Array) -> jax.Array:

@@ -331,6 +331,102 @@ def test_gcn(add_self_edges, symmetric_normalization):
     assert_close(out.nodes, adjacency @ dense(4)(NODES))
 
 
+# Graph 0 of `make_graph` with self-edges added: one on node 0, two on node 2. Directed: node 0
+# sends to 1 and 2 and receives from 1 only.
+LOOP_SENDERS = np.concatenate([SENDERS, [0, 2, 2]])
+LOOP_RECEIVERS = np.concatenate([RECEIVERS, [0, 2, 2]])
+
+
+def self_edge_graph():
+    return make_graph(
+        senders=jnp.asarray(LOOP_SENDERS),
+        receivers=jnp.asarray(LOOP_RECEIVERS),
+        edges=None,
+        n_edge=jnp.asarray([8, 2]),
+    )
+
+
+def gcn_propagation_np(convention, add_self_edges):
+    """The propagation matrix by hand, `[6, 6]`, on `self_edge_graph`.
+
+    jraph: `D_in^-1/2 (A + I) D_out^-1/2`, `A` with the graph's self-edges, degrees floored at 1.
+    pyg: `D^-1/2 (A_off + I) D^-1/2`, `A_off` without them, `D` the in-degree at both ends, 0
+    where it is 0.
+    """
+    adjacency = np.zeros((6, 6))
+    np.add.at(adjacency, (LOOP_RECEIVERS, LOOP_SENDERS), 1.0)
+    if convention == "jraph":
+        adjacency += np.eye(6) if add_self_edges else 0.0
+        in_scale = 1 / np.sqrt(np.maximum(adjacency.sum(1), 1))
+        out_scale = 1 / np.sqrt(np.maximum(adjacency.sum(0), 1))
+        return in_scale[:, None] * adjacency * out_scale[None, :]
+    if add_self_edges:
+        np.fill_diagonal(adjacency, 1.0)
+    degree = adjacency.sum(1)
+    scale = np.where(degree > 0, 1 / np.sqrt(np.maximum(degree, 1)), 0.0)
+    return scale[:, None] * adjacency * scale[None, :]
+
+
+@pytest.mark.parametrize("convention", ["jraph", "pyg"])
+@pytest.mark.parametrize("add_self_edges", [False, True])
+@pytest.mark.parametrize("aggregator", [None, "sum"])
+def test_gcn_conventions_on_directed_graph_with_self_edges(convention, add_self_edges, aggregator):
+    out = convolutions.gcn(
+        dense(4), add_self_edges=add_self_edges, convention=convention, aggregator=aggregator
+    )(self_edge_graph())
+    expected = gcn_propagation_np(convention, add_self_edges) @ dense(4)(NODES)
+    assert_close(out.nodes, expected)
+
+
+def test_gcn_pyg_convention_without_normalization_counts_each_self_edge_once():
+    out = convolutions.gcn(
+        dense(4), symmetric_normalization=False, convention="pyg", project_first=False
+    )(self_edge_graph())
+    adjacency = np.zeros((6, 6))
+    np.add.at(adjacency, (LOOP_RECEIVERS, LOOP_SENDERS), 1.0)
+    np.fill_diagonal(adjacency, 1.0)
+    assert_close(out.nodes, dense(4)(adjacency @ NODES))
+
+
+@pytest.mark.parametrize("add_self_edges", [False, True])
+def test_gcn_default_convention_is_jraphs_graph_convolution(add_self_edges):
+    jraph = pytest.importorskip("jraph")
+    graph = self_edge_graph()
+    expected = jraph.GraphConvolution(dense(4), add_self_edges=add_self_edges)(graph)
+    out = convolutions.gcn(dense(4), add_self_edges=add_self_edges)(graph)
+    assert_close(out.nodes, expected.nodes)
+
+
+def test_gcn_rejects_an_unknown_convention():
+    with pytest.raises(ValueError, match="convention must be one of"):
+        convolutions.gcn(dense(4), convention="kipf")
+
+
+@pytest.mark.parametrize("split_logits", [False, True])
+def test_gat_self_edges_replace_the_graphs_own(split_logits):
+    """With `add_self_edges`, each node attends to itself exactly once, whatever self-edges the
+    graph held: the same as the graph without them."""
+    logit_options = (
+        dict(
+            sender_logit_fn=lambda z: jnp.einsum("nhd,hd->nh", z, ATTENTION_SENDER),
+            receiver_logit_fn=lambda z: jnp.einsum("nhd,hd->nh", z, ATTENTION_RECEIVER),
+        )
+        if split_logits
+        else dict(logit_fn=gat_logits)
+    )
+    layer = attention.gat(
+        dense(2 * HEADS, "w"), num_heads=HEADS, add_self_edges=True, **logit_options
+    )
+    out = layer(self_edge_graph())
+    z = dense(2 * HEADS, "w")(NODES).reshape(6, HEADS, 2)
+
+    def logit(j, i):
+        raw = np.sum(ATTENTION_SENDER * z[j], -1) + np.sum(ATTENTION_RECEIVER * z[i], -1)
+        return np.where(raw > 0, raw, 0.2 * raw)
+
+    assert_close(out.nodes, attention_np(logit, z, add_self_edges=True).reshape(6, -1))
+
+
 @pytest.mark.parametrize("aggregator", ["mean", "max", "sum"])
 def test_graph_sage(aggregator):
     pool = lambda x: np.maximum(dense(3, "pool")(x), 0.0)  # noqa: E731
@@ -383,6 +479,8 @@ def every_block():
         ),
         "gat": attention.gat(dense(4), gat_logits, num_heads=HEADS),
         "gcn": convolutions.gcn(dense(3)),
+        "gcn_pyg": convolutions.gcn(dense(3), convention="pyg"),
+        "gat_self_edges": attention.gat(dense(4), gat_logits, num_heads=HEADS, add_self_edges=True),
         "graph_sage": convolutions.graph_sage(linear_update(3), aggregator="max"),
         "gin": convolutions.gin(dense(3), epsilon=0.1),
     }
@@ -438,7 +536,9 @@ def test_epsilon_of_gin_is_differentiable():
     assert_close(jax.grad(loss)(0.5), NODES.sum())
 
 
-@pytest.mark.parametrize("name", ["graph_network", "gat", "graph_sage"])
+@pytest.mark.parametrize(
+    "name", ["graph_network", "gat", "gat_self_edges", "gcn", "gcn_pyg", "graph_sage"]
+)
 def test_padding_does_not_change_real_outputs(name):
     block = every_block()[name]
     padded = make_graph(
@@ -464,6 +564,7 @@ def test_padding_does_not_change_real_outputs(name):
         lambda s: blocks.graph_network(linear_update(3), linear_update(3), indices_are_sorted=s),
         lambda s: attention.gat(dense(4), gat_logits, num_heads=HEADS, indices_are_sorted=s),
         lambda s: convolutions.gcn(dense(3), indices_are_sorted=s),
+        lambda s: convolutions.gcn(dense(3), convention="pyg", indices_are_sorted=s),
         lambda s: convolutions.gin(dense(3), indices_are_sorted=s),
     ],
 )

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gnkit.nn import LCMAggregation
 from gnkit.batching import pad_with_graphs
 from gnkit.graph import GraphsTuple
+from gnkit.nn import LCMAggregation
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
 from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
@@ -377,9 +377,20 @@ def adjacency_np(add_self_edges):
 
 
 @pytest.mark.parametrize("add_self_edges", [True, False])
-def test_gcn(add_self_edges):
+def test_gcn_normalises_by_in_degree_at_both_ends(add_self_edges):
+    """PyG's GCNConv on this directed graph: node 0 sends three edges but receives one, and
+    node 4 only sends (in-degree 0 without self-edges: its messages get scale 0)."""
     p, out = init_and_apply(GCN(5, add_self_edges=add_self_edges), make_graph())
     adjacency = adjacency_np(add_self_edges)
+    degree = adjacency.sum(1)
+    scale = np.where(degree > 0, 1 / np.sqrt(np.maximum(degree, 1)), 0.0)
+    propagate = scale[:, None] * adjacency * scale[None, :]
+    assert_close(out.nodes, propagate @ NODES @ p["linear"]["kernel"] + p["bias"])
+
+
+def test_gcn_jraph_convention():
+    p, out = init_and_apply(GCN(5, convention="jraph"), make_graph())
+    adjacency = adjacency_np(True)
     in_scale = 1 / np.sqrt(np.maximum(adjacency.sum(1), 1))
     out_scale = 1 / np.sqrt(np.maximum(adjacency.sum(0), 1))
     propagate = in_scale[:, None] * adjacency * out_scale[None, :]
@@ -422,12 +433,23 @@ def test_gat(combine_heads):
 
 @pytest.mark.parametrize("share_weights", [False, True])
 @pytest.mark.parametrize("add_self_edges", [True, False])
-def test_gatv2(share_weights, add_self_edges):
-    module = GATv2(3, num_heads=2, share_weights=share_weights, add_self_edges=add_self_edges)
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_gatv2(share_weights, add_self_edges, use_bias):
+    module = GATv2(
+        3,
+        num_heads=2,
+        share_weights=share_weights,
+        add_self_edges=add_self_edges,
+        use_bias=use_bias,
+    )
     p, out = init_and_apply(module, make_graph())
     source = dense_np(NODES, p["source"]).reshape(6, 2, 3)
     target = source if share_weights else dense_np(NODES, p["target"]).reshape(6, 2, 3)
     assert share_weights == ("target" not in p)
+    # As PyG's GATv2Conv(bias=False): no bias anywhere, the projections' included.
+    assert use_bias == ("bias" in p) == ("bias" in p["source"])
+    if not use_bias:
+        p = dict(p, bias=0.0)
 
     def logit(j, i):
         return np.sum(p["attention"] * leaky(source[j] + target[i]), -1)

@@ -9,6 +9,10 @@ with new node features, has no output activation, and is jittable. `indices_are_
 (`gnkit.parallel.edge_sharded`), pass `aggregator=gnkit.parallel.sharded_aggregator('sum')` (and
 `softmax=gnkit.parallel.sharded_softmax()` to the attention layers); attention layers then need
 their self-edges in the edge list and `add_self_edges=False`.
+
+With their default settings GCN, GAT and GATv2 compute what PyTorch Geometric's `GCNConv`,
+`GATConv` and `GATv2Conv` compute with the same weights (`tests/test_pyg_parity.py`), on directed
+graphs and on graphs that already hold self-edges too; each docstring names the weight mapping.
 """
 
 from __future__ import annotations
@@ -30,18 +34,27 @@ _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_a
 
 
 class GCN(nn.Module):
-    """Graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 x W + b`.
+    """Graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A' + I) D^-1/2 x W + b`.
 
-    `W` is a Dense kernel without bias (`"linear"`); the bias is added after the neighbourhood
-    sum. `add_self_edges`, `symmetric_normalization`, `project_first` and `aggregator` are those
-    of `gnkit.convolutions.gcn`; as `W` is linear, the order is exact either way, and
-    `project_first=None` picks it by width: `W` first when it narrows (`F > features`), else the
-    sum first (fewer columns along the edges either way). Nodes `[N, F] -> [N, features]`.
+    By default as PyTorch Geometric's `GCNConv`: `A'` is the adjacency (`A'[i, j]` edges
+    `j -> i`) with the graph's own self-edges left out, so with `add_self_edges` every node counts
+    itself exactly once, and `D` is the in-degree of `A' + I` (the receiver-side count), used at
+    both ends also on directed graphs; a node of in-degree 0 has scale 0.
+    `convention='jraph'` gives jraph's `GraphConvolution` instead (`D_in^-1/2 (A + I) D_out^-1/2`,
+    `I` added on top of existing self-edges); see `gnkit.convolutions.gcn`.
+
+    `W` is a Dense kernel without bias (`"linear"`, PyG's `lin.weight.T`); the bias (`"bias"`) is
+    added after the neighbourhood sum. `add_self_edges`, `symmetric_normalization`, `convention`,
+    `project_first` and `aggregator` are those of `gnkit.convolutions.gcn`; as `W` is linear, the
+    order is exact either way, and `project_first=None` picks it by width: `W` first when it
+    narrows (`F > features`), else the sum first (fewer columns along the edges either way).
+    Nodes `[N, F] -> [N, features]`. Jittable.
     """
 
     features: int
     add_self_edges: bool = True
     symmetric_normalization: bool = True
+    convention: str = "pyg"
     use_bias: bool = True
     project_first: bool | None = None
     aggregator: Aggregator | None = None
@@ -57,6 +70,7 @@ class GCN(nn.Module):
             nn.Dense(self.features, use_bias=False, name="linear"),
             add_self_edges=self.add_self_edges,
             symmetric_normalization=self.symmetric_normalization,
+            convention=self.convention,
             project_first=project_first,
             aggregator=self.aggregator,
             indices_are_sorted=self.indices_are_sorted,
@@ -78,8 +92,13 @@ class GAT(nn.Module):
     `LeakyReLU(a_s . z_j + a_r . z_i)` per head (`sender_attention`, `receiver_attention`
     `[H, features]`), a softmax over the edges into `i` weights `z_j`. Heads are concatenated
     (`[N, H * features]`) or averaged (`[N, features]`), then the bias is added. With
-    `add_self_edges` (default, as the paper) every node also attends to itself. See
-    `gnkit.attention.gat` (also for `softmax` and `aggregator`).
+    `add_self_edges` (default, as the paper) every node attends to itself exactly once: the
+    graph's own self-edges get no weight and one per node is added. See `gnkit.attention.gat`
+    (also for `softmax` and `aggregator`). Jittable.
+
+    As PyTorch Geometric's `GATConv` (no edge features, no dropout, no residual): `linear` kernel
+    is `lin.weight.T`, `sender_attention` is `att_src[0]`, `receiver_attention` is `att_dst[0]`,
+    `combine_heads='mean'` is `concat=False`.
     """
 
     features: int
@@ -128,9 +147,14 @@ class GATv2(nn.Module):
     `share_weights`), split into `H` heads, edge `j -> i` scores `a . LeakyReLU(s_j + t_i)` per
     head (`attention` `[H, features]`); a softmax over the edges into `i` weights `s_j`, and
     `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added.
-    `add_self_edges` (default) lets every node attend to itself; without it a node with no
-    incoming edges gets only the bias. `softmax` and `aggregator` are as in
-    `gnkit.attention.gat`. As PyTorch Geometric's `GATv2Conv` without edge features.
+    `add_self_edges` (default) lets every node attend to itself exactly once (the graph's own
+    self-edges get no weight and one per node is added); without it a node with no incoming
+    edges gets only the bias. `use_bias=False` drops all three biases (`b_s`, `b_t` and the
+    output's). `softmax` and `aggregator` are as in `gnkit.attention.gat`. Jittable.
+
+    As PyTorch Geometric's `GATv2Conv` (no edge features, no dropout, no residual): `source` is
+    `lin_l` (kernel `weight.T`), `target` is `lin_r`, `attention` is `att[0]`,
+    `combine_heads='mean'` is `concat=False`, `use_bias` is `bias`.
     """
 
     features: int
@@ -150,19 +174,19 @@ class GATv2(nn.Module):
         _check_combine(self.combine_heads)
         n_node = graph.nodes.shape[0]
         width = self.num_heads * self.features
-        source = nn.Dense(width, name="source")(graph.nodes).reshape(n_node, self.num_heads, -1)
+        heads = (n_node, self.num_heads, self.features)
+        source = nn.Dense(width, use_bias=self.use_bias, name="source")(graph.nodes)
+        source = source.reshape(heads)
         target = source
         if not self.share_weights:
-            target = nn.Dense(width, name="target")(graph.nodes).reshape(n_node, self.num_heads, -1)
+            target = nn.Dense(width, use_bias=self.use_bias, name="target")(graph.nodes)
+            target = target.reshape(heads)
         attention = self.param("attention", _attention_init, (self.num_heads, self.features))
-        senders, receivers, is_sorted = _edge_index(
-            graph, self.add_self_edges, self.indices_are_sorted, "GATv2"
-        )
-        hidden = jax.nn.leaky_relu(source[senders] + target[receivers], self.negative_slope)
+        edges = _edge_index(graph, self.add_self_edges, self.indices_are_sorted, "GATv2")
+        hidden = source[edges.senders] + target[edges.receivers]
+        hidden = jax.nn.leaky_relu(hidden, self.negative_slope)
         logits = jnp.einsum("ehd,hd->eh", hidden, attention)
-        per_head = _attend(
-            logits, source, senders, receivers, n_node, is_sorted, self.softmax, self.aggregator
-        )
+        per_head = _attend(logits, source, edges, n_node, self.softmax, self.aggregator)
         nodes = _combine_heads(per_head, self.combine_heads)
         if self.use_bias:
             bias_width = _bias_width(self.features, self.num_heads, self.combine_heads)
