@@ -5,8 +5,14 @@ order, default aggregators are the jraph-named segment ops (jraph's semantics, n
 ones), and `GAT` / `GraphConvolution` compute what jraph's do. Differences are additive: a
 keyword-only `indices_are_sorted=False` on each model (True declares `graph.receivers` sorted and
 passes `indices_are_sorted=True` to the aggregators, which must then accept it), and a field a
-model needs that is None raises a `ValueError` naming it instead of failing inside a gather.
-For new code, the keyword-argument blocks in `gnkit.blocks` are simpler to write updates for.
+model needs that is None raises a `ValueError` naming it where jraph would fail inside a gather.
+
+Callbacks run in jraph's order (GraphMapFeatures: nodes, edges, globals; GraphNetwork: edges,
+attention, nodes, globals; GAT: query, logit, node update), so layers created inside them get the
+same random keys (Haiku) and the same automatic names (Flax `Dense_0`, `Dense_1`, ...) as under
+jraph, and parameters saved from a jraph model load here. A callback given for a field that is
+None is called with None, as in jraph. For new code, the keyword-argument blocks in
+`gnkit.blocks` are simpler to write updates for (and reject None fields).
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from gnkit.blocks import (
     broadcast_receiver_nodes_to_edges,
     broadcast_sender_nodes_to_edges,
     concatenated_args,
-    graph_independent,
 )
 from gnkit.graph import ArrayTree, GraphsTuple, require
 from gnkit.segment import segment_softmax, segment_sum
@@ -217,18 +222,33 @@ def InteractionNetwork(
     )
 
 
+def _identity(features: ArrayTree) -> ArrayTree:
+    return features
+
+
 def GraphMapFeatures(
     embed_edge_fn: EmbedEdgeFn | None = None,
     embed_node_fn: EmbedNodeFn | None = None,
     embed_global_fn: EmbedGlobalFn | None = None,
 ) -> Callable[[GraphsTuple], GraphsTuple]:
-    """jraph's GraphMapFeatures: embed edges, nodes and globals each on its own.
+    """jraph's GraphMapFeatures: embed nodes, edges and globals each on its own.
 
-    A None function keeps its field. Same as `gnkit.blocks.graph_independent`; unlike jraph, a
-    function given for a None field raises a `ValueError` instead of being called on None.
-    Jittable.
+    Calls `embed_node_fn(nodes)`, then `embed_edge_fn(edges)`, then `embed_global_fn(globals)`
+    (jraph's order); a None function keeps its field. As in jraph, a function is called even
+    when its field is None, so `embed_global_fn=lambda _: learned_globals` can create globals.
+    `gnkit.blocks.graph_independent` is the strict variant. Jittable.
     """
-    return graph_independent(embed_edge_fn, embed_node_fn, embed_global_fn)
+    embed_nodes = embed_node_fn or _identity
+    embed_edges = embed_edge_fn or _identity
+    embed_globals = embed_global_fn or _identity
+
+    def apply(graph: GraphsTuple) -> GraphsTuple:
+        nodes = embed_nodes(graph.nodes)
+        edges = embed_edges(graph.edges)
+        globals_ = embed_globals(graph.globals)
+        return graph._replace(nodes=nodes, edges=edges, globals=globals_)
+
+    return apply
 
 
 def RelationNetwork(
@@ -360,7 +380,8 @@ def GraphConvolution(
 ) -> Callable[[GraphsTuple], GraphsTuple]:
     """jraph's GraphConvolution (Kipf & Welling 2017), without activation.
 
-    `x = update_node_fn(nodes)`; with `add_self_edges` every node also sends to itself; then each
+    `x = update_node_fn(nodes)` (called with None when the graph has no node features, as in
+    jraph); with `add_self_edges` every node also sends to itself; then each
     node reduces its senders' `x` with `aggregate_nodes_fn`. `symmetric_normalization` scales
     each sender's `x` by `1/sqrt(max(out_degree, 1))` before and the result by
     `1/sqrt(max(in_degree, 1))` after. Node leaves `[N, F]`. `indices_are_sorted` is used only
@@ -368,9 +389,15 @@ def GraphConvolution(
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
-        require(graph, "nodes", "senders", "receivers", block="GraphConvolution")
+        require(graph, "senders", "receivers", block="GraphConvolution")
         nodes = update_node_fn(graph.nodes)
-        n_node = jax.tree_util.tree_leaves(nodes)[0].shape[0]
+        node_leaves = jax.tree_util.tree_leaves(nodes)
+        if not node_leaves:
+            raise ValueError(
+                "GraphConvolution needs node features: update_node_fn(graph.nodes) returned no "
+                "arrays (graph.nodes is None or empty)."
+            )
+        n_node = node_leaves[0].shape[0]
         senders, receivers = graph.senders, graph.receivers
         sorted_kwargs = _sorted_kwargs(indices_are_sorted)
         if add_self_edges:

@@ -221,7 +221,6 @@ def test_concatenated_args_matches_jraph():
         (lambda: models.InteractionNetwork(linear(2, 1), linear(2, 2)), "senders"),
         (lambda: models.GAT(gat_query, gat_logit), "nodes"),
         (lambda: models.GraphConvolution(lambda x: x), "receivers"),
-        (lambda: models.GraphMapFeatures(embed_global_fn=linear(2, 1)), "globals"),
     ],
 )
 def test_missing_field_raises_value_error(model, field):
@@ -242,3 +241,118 @@ def test_attention_functions_come_in_pairs():
         models.GraphNetwork(None, None, attention_logit_fn=attention_logits)
     with pytest.raises(ValueError, match="not supported"):
         models.GraphNetGAT(linear(2, 1), linear(2, 2), None, attention_reduce)
+
+
+def recorded(log, name, fn):
+    """`fn`, appending `name` to `log` on every call."""
+
+    def wrapped(*args, **kwargs):
+        log.append(name)
+        return fn(*args, **kwargs)
+
+    return wrapped
+
+
+def _callbacks(log, library):
+    """Every jraph model with each callback (and aggregator) recording its calls in `log`."""
+    segment_sum = recorded(log, "aggregate", library.segment_sum)
+    gn_updates = {
+        "update_edge_fn": recorded(log, "edge", linear(2, 1)),
+        "update_node_fn": recorded(log, "node", linear(3, 2)),
+        "update_global_fn": recorded(log, "global", linear(2, 3)),
+    }
+    attention = {
+        "attention_logit_fn": recorded(log, "logit", attention_logits),
+        "attention_reduce_fn": recorded(log, "reduce", attention_reduce),
+    }
+    aggregators = {
+        "aggregate_edges_for_nodes_fn": segment_sum,
+        "aggregate_nodes_for_globals_fn": segment_sum,
+        "aggregate_edges_for_globals_fn": segment_sum,
+    }
+    return {
+        "GraphNetwork": dict(
+            gn_updates,
+            attention_normalize_fn=recorded(log, "normalize", library.segment_softmax),
+            **attention,
+            **aggregators,
+        ),
+        "GraphNetGAT": dict(gn_updates, **attention, **aggregators),
+        "GraphMapFeatures": {
+            "embed_edge_fn": recorded(log, "edge", linear(3, 1)),
+            "embed_node_fn": recorded(log, "node", linear(3, 2)),
+            "embed_global_fn": recorded(log, "global", linear(3, 3)),
+        },
+        "InteractionNetwork": {
+            "update_edge_fn": recorded(log, "edge", linear(2, 1)),
+            "update_node_fn": recorded(log, "node", linear(3, 2)),
+            "aggregate_edges_for_nodes_fn": segment_sum,
+        },
+        "RelationNetwork": {
+            "update_edge_fn": recorded(log, "edge", linear(2, 1)),
+            "update_global_fn": recorded(log, "global", linear(3, 2)),
+            "aggregate_edges_for_globals_fn": segment_sum,
+        },
+        "DeepSets": {
+            "update_node_fn": recorded(log, "node", linear(2, 1)),
+            "update_global_fn": recorded(log, "global", linear(3, 2)),
+            "aggregate_nodes_for_globals_fn": segment_sum,
+        },
+        "GAT": {
+            "attention_query_fn": recorded(log, "query", gat_query),
+            "attention_logit_fn": recorded(log, "logit", gat_logit),
+            "node_update_fn": recorded(log, "node", lambda nodes: jnp.sum(nodes, axis=1)),
+        },
+        "GraphConvolution": {
+            "update_node_fn": recorded(log, "node", linear(4, 1)),
+            "aggregate_nodes_fn": segment_sum,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GraphNetwork",
+        "GraphNetGAT",
+        "GraphMapFeatures",
+        "InteractionNetwork",
+        "RelationNetwork",
+        "DeepSets",
+        "GAT",
+        "GraphConvolution",
+    ],
+)
+def test_callbacks_are_called_in_jraph_order(name):
+    tree_nodes = name in ("InteractionNetwork", "RelationNetwork", "DeepSets")
+    graph = random_graph(9, tree_nodes=tree_nodes)
+    ours_log, theirs_log = [], []
+    ours = getattr(models, name)(**_callbacks(ours_log, models)[name])(graph)
+    theirs = getattr(jraph, name)(**_callbacks(theirs_log, jraph)[name])(graph)
+    assert ours_log == theirs_log
+    assert len(set(theirs_log)) > 1
+    assert_graphs_close(ours, theirs)
+
+
+@pytest.mark.parametrize("field", ["nodes", "edges", "globals"])
+def test_graph_map_features_calls_functions_on_none_fields(field):
+    graph = random_graph(10)._replace(**{field: None})
+    created = jnp.full((graph.n_node.shape[0], 2), 7.0)
+    embed = {
+        "embed_node_fn": lambda nodes: created if nodes is None else nodes * 2.0,
+        "embed_edge_fn": lambda edges: created if edges is None else edges * 3.0,
+        "embed_global_fn": lambda globals_: created if globals_ is None else globals_ * 4.0,
+    }
+    ours, theirs = both("GraphMapFeatures", **embed)
+    out = ours(graph)
+    np.testing.assert_array_equal(getattr(out, field), created)
+    assert_graphs_close(out, theirs(graph))
+
+
+def test_graph_convolution_calls_update_on_none_nodes():
+    graph = random_graph(11)._replace(nodes=None)
+    embeddings = jnp.arange(2.0 * N_NODE.sum()).reshape(-1, 2)
+    ours, theirs = both("GraphConvolution", lambda nodes: embeddings)
+    assert_graphs_close(ours(graph), theirs(graph))
+    with pytest.raises(ValueError, match="graph.nodes is None"):
+        models.GraphConvolution(lambda nodes: nodes)(graph)
