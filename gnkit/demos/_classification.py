@@ -22,7 +22,7 @@ from gnkit.demos._graph_nets import (
     build_parser,
     config_from_args,
     earlier_training,
-    load_params,
+    load_report_checkpoint,
     make_model,
     make_predict,
     masked_mean,
@@ -31,6 +31,7 @@ from gnkit.demos._graph_nets import (
     prepare_out_dir,
     pyplot,
     random_batches,
+    run_stoppable,
     run_training,
     saved_config,
     write_results,
@@ -98,7 +99,7 @@ def evaluate_classification(task: ClassificationTask, config: DemoConfig, params
 def report_classification(
     task: ClassificationTask, config: DemoConfig, params, out_dir: Path, extra: dict
 ) -> dict:
-    """Evaluate on every `test_sizes` set, plot, and write `results.json`.
+    """Evaluate on every `test_sizes` set, plot, and write `results.json` (with `extra`).
 
     `example.png` shows the first graph of each test set, one row each.
     """
@@ -131,9 +132,10 @@ def train_classification(
     out_dir: str | Path,
     progress: bool = True,
     mode: str = "single",
+    should_stop=None,
 ) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode` as in `run_training`), then report.
-    Returns the results."""
+    """Train `config` into `out_dir` (resuming; `mode` and `should_stop` as in `run_training`),
+    then report on the best-validation checkpoint. Returns the results."""
     out_dir = prepare_out_dir(out_dir, config)
     watch = Stopwatch()
     low = config.train_sizes[0]
@@ -145,9 +147,10 @@ def train_classification(
         metrics, _, _ = evaluate_classification(task, config, params, *monitor)
         return {"score": metrics["solved"], **metrics}
 
-    params = run_training(
+    model = classification_model(config)
+    run_training(
         config,
-        classification_model(config),
+        model,
         task.example(),
         classification_loss,
         random_batches(config, task.generate, policy, mode),
@@ -155,20 +158,30 @@ def train_classification(
         out_dir,
         progress,
         mode,
+        should_stop,
     )
-    return report_classification(task, config, params, out_dir, {"train_time": watch.read()})
+    train_time = watch.read()
+    params, checkpoint = load_report_checkpoint(model, task.example(), config, out_dir)
+    extra = {"train_time": train_time, "checkpoint": checkpoint}
+    return report_classification(task, config, params, out_dir, extra)
 
 
 def classification_main(
     task: ClassificationTask, configs: dict[str, DemoConfig], description: str, argv
 ) -> int:
-    """`train` / `eval` commands of a classification demo."""
+    """`train` / `eval` commands of a classification demo; returns the exit status (see
+    `run_stoppable`)."""
     args = build_parser(task.name, description, configs).parse_args(argv)
     if args.command == "train":
         config = config_from_args(args, configs)
-        train_classification(task, config, args.out, not args.no_progress, args.parallel)
-        return 0
+        return run_stoppable(
+            lambda stop: train_classification(
+                task, config, args.out, not args.no_progress, args.parallel, stop
+            )
+        )
     config = saved_config(args.out)
-    params = load_params(classification_model(config), task.example(), config, args.out)
-    report_classification(task, config, params, Path(args.out), earlier_training(args.out))
+    model = classification_model(config)
+    params, checkpoint = load_report_checkpoint(model, task.example(), config, args.out)
+    extra = {**earlier_training(args.out), "checkpoint": checkpoint}
+    report_classification(task, config, params, Path(args.out), extra)
     return 0

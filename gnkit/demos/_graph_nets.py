@@ -1,9 +1,18 @@
 """What graph_nets' three demos share: config, padded batches, training, evaluation, CLI.
 
 graph_nets' demo settings: an `EncodeProcessDecode` with latent size 16 and 2-layer MLPs with
-LayerNorm, Adam at 1e-3, a loss on the output of every processing step. Batches are padded to
-the buckets of a `BucketPolicy`, so a run compiles its train step a handful of times; losses and
-metrics mask the padding. Host driver; the model, loss and train step are jitted.
+LayerNorm, Adam at 1e-3, a loss on the output of every processing step. A config can also clip
+the gradient's global norm and decay the learning rate (cosine) to zero by the last step; the
+sort demo does (with graph_nets' constant rate and no clipping, a sort run that had solved every
+monitored list diverged in its last 100 updates). Batches are padded to the buckets of a
+`BucketPolicy`, so a run compiles its train step a handful of times; losses and metrics mask the
+padding.
+
+The reports (`train`'s and `eval`'s) use the run's best-validation checkpoint (`best.msgpack`,
+the best score on the monitoring graphs) and say which one in `results.json`. `train` resumes
+from the latest checkpoint; Ctrl-C or SIGTERM during training saves the state and exits with
+status 130 (SIGINT) or 143 (SIGTERM) after one line naming the step saved. Host driver; the
+model, loss and train step are jitted.
 """
 
 from __future__ import annotations
@@ -43,6 +52,9 @@ class DemoConfig:
     `train_sizes` is the `(min, max)` graph size (nodes, list elements or masses) of training
     graphs; `test_sizes` the size ranges reported at the end, `eval_graphs` graphs each.
     `eval_every_steps` evaluates on `monitor_graphs` graphs of training size during training.
+    The optimiser is Adam at `learning_rate`, decayed to zero by `train_steps` when
+    `learning_rate_schedule` is 'cosine' (constant when 'constant'), after clipping the
+    gradient's global norm to `clip_gradient_norm` (None: no clipping).
     Training batches are padded up a `BucketPolicy` ladder of ratio `bucket_growth` (larger:
     fewer shapes to compile, more padding). `quick_compile` turns XLA's backend optimisation off:
     about half the compile time and slower steps, the better trade for runs of a few steps
@@ -55,6 +67,8 @@ class DemoConfig:
     num_layers: int = 2
     layer_norm: bool = True
     learning_rate: float = 1e-3
+    learning_rate_schedule: str = "constant"
+    clip_gradient_norm: float | None = None
     num_processing_steps: int = 10
     eval_processing_steps: int = 10
     train_sizes: tuple[int, int] = (8, 16)
@@ -88,6 +102,25 @@ def tiny_config(size: int, **overrides) -> DemoConfig:
         quick_compile=True,
     )
     return DemoConfig(**{**settings, **overrides})
+
+
+_SCHEDULES = ("constant", "cosine")
+
+
+def make_optimizer(config: DemoConfig) -> optax.GradientTransformation:
+    """Adam with `config`'s learning-rate schedule, after global-norm clipping (if set)."""
+    if config.learning_rate_schedule not in _SCHEDULES:
+        raise ValueError(
+            f"learning_rate_schedule must be one of {_SCHEDULES}, "
+            f"got {config.learning_rate_schedule!r}"
+        )
+    learning_rate = config.learning_rate
+    if config.learning_rate_schedule == "cosine":
+        learning_rate = optax.cosine_decay_schedule(config.learning_rate, config.train_steps)
+    adam = optax.adam(learning_rate)
+    if config.clip_gradient_norm is None:
+        return adam
+    return optax.chain(optax.clip_by_global_norm(config.clip_gradient_norm), adam)
 
 
 def override(config: DemoConfig, pairs: Sequence[tuple[str, str]] | None) -> DemoConfig:
@@ -298,18 +331,21 @@ def run_training(
     out_dir: Path,
     progress: bool,
     mode: str = "single",
-):
-    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the params.
+    should_stop=None,
+) -> training.TrainState:
+    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the last state.
 
     `mode`: 'single', or data-parallel 'pmap' / 'mesh' over every device (`make_batch` from
-    `random_batches` in the same mode)."""
-    optimizer = optax.adam(config.learning_rate)
+    `random_batches` in the same mode). `should_stop` is `fit`'s (e.g. the flag of
+    `gnkit.train.stop_on_signals()`); without it a KeyboardInterrupt still stops the run
+    cleanly. Raises `gnkit.train.TrainingStopped` once a stopped run is saved."""
+    optimizer = make_optimizer(config)
     params = init_params(model, example, config)
     state = training.TrainState(params=params, opt_state=optimizer.init(params))
     state = training.resume_or(state, out_dir / "checkpoints")
     if state.step:
         print(f"resuming {out_dir} at step {int(state.step)}", flush=True)
-    state = training.fit(
+    return training.fit(
         state,
         make_train_step(
             model, optimizer, loss_fn, config.num_processing_steps, compiler_options(config), mode
@@ -324,19 +360,58 @@ def run_training(
         log_every_steps=max(1, min(100, config.train_steps // 10)),
         progress=progress,
         mode=mode,
+        should_stop=training.StopRequest() if should_stop is None else should_stop,
     )
-    return state.params
 
 
-def load_params(model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, out_dir):
-    """The parameters of the latest checkpoint in `out_dir/checkpoints`."""
-    path = training.latest_checkpoint(Path(out_dir) / "checkpoints")
+_BOOKKEEPING = (
+    "kind",
+    "step",
+    "examples",
+    "cpu_minutes",
+    "wall_minutes",
+    "eval_cpu_minutes",
+    "score",
+)
+
+
+def load_report_checkpoint(
+    model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, out_dir
+) -> tuple[Any, dict[str, Any]]:
+    """`(params, info)` of the checkpoint the reports use: `out_dir/checkpoints/best.msgpack`
+    (best monitored score), else the latest one. `info` names the file and gives its step, its
+    score and the monitored metrics logged at that step (`validation`). Host."""
+    directory = Path(out_dir) / "checkpoints"
+    path = directory / "best.msgpack"
+    if not path.exists():
+        path = training.latest_checkpoint(directory)
     if path is None:
-        raise SystemExit(f"no checkpoint in {out_dir}/checkpoints; run `train` first")
+        raise SystemExit(f"no checkpoint in {directory}; run `train` first")
     params = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(config.seed), example, 1))
-    opt_state = jax.eval_shape(optax.adam(1.0).init, params)
+    opt_state = jax.eval_shape(make_optimizer(config).init, params)
     template = training.TrainState(params=params, opt_state=opt_state)
-    return training.load_checkpoint(path, template).params
+    try:
+        state = training.load_checkpoint(path, template)
+    except training.CheckpointError as error:
+        raise SystemExit(str(error)) from None
+    step = int(state.step)
+    info = {
+        "file": path.name,
+        "step": step,
+        "score": float(state.best_score) if np.isfinite(state.best_score) else None,
+        "validation": monitored_at(Path(out_dir) / "metrics.jsonl", step),
+    }
+    return state.params, info
+
+
+def monitored_at(metrics_path: Path, step: int) -> dict[str, Any] | None:
+    """The monitored metrics of the evaluation logged at `step` (None if there is none)."""
+    if not metrics_path.exists():
+        return None
+    for row in training.read_metrics(metrics_path):
+        if row["kind"] == "eval" and row["step"] == step:
+            return {key: value for key, value in row.items() if key not in _BOOKKEEPING}
+    return None
 
 
 def prepare_out_dir(out_dir: str | Path, config: DemoConfig) -> Path:
@@ -400,13 +475,18 @@ def plot_training(out_dir: Path, score_key: str, score_label: str) -> None:
 
 
 def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
-    """`train` and `eval` subcommands shared by the demos."""
+    """`train` and `eval` subcommands shared by the demos (`--run-dir` is `--out`)."""
     command = name.replace("_", "-")
-    parser = argparse.ArgumentParser(prog=f"gnkit {command}", description=description)
+    parser = argparse.ArgumentParser(
+        prog=f"gnkit {command}",
+        description=description,
+        epilog="Ctrl-C (SIGINT) or SIGTERM during `train` saves the run and exits with status "
+        "130 or 143; the same command resumes it exactly.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train (resumes from --out), then evaluate")
     train.add_argument("--config", choices=sorted(configs), default="default")
-    train.add_argument("--out", default=f"runs/{name}", help="run directory")
+    train.add_argument("--out", "--run-dir", default=f"runs/{name}", help="run directory")
     train.add_argument("--steps", type=int, help="training steps (default: the config's)")
     train.add_argument("--seed", type=int, help="random seed (default: the config's)")
     train.add_argument(
@@ -424,7 +504,7 @@ def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
     )
     train.add_argument("--no-progress", action="store_true")
     evaluate = commands.add_parser("eval", help="evaluate the run in --out on the test sets")
-    evaluate.add_argument("--out", default=f"runs/{name}", help="run directory")
+    evaluate.add_argument("--out", "--run-dir", default=f"runs/{name}", help="run directory")
     return parser
 
 
@@ -435,6 +515,18 @@ def config_from_args(args: argparse.Namespace, configs: dict[str, DemoConfig]) -
     if args.seed is not None:
         config = dataclasses.replace(config, seed=args.seed)
     return config
+
+
+def run_stoppable(train: Callable[[Any], Any]) -> int:
+    """Run `train(should_stop)` with SIGINT / SIGTERM handlers that ask it to stop; the command's
+    exit status: 0, or 130 / 143 once a stopped run is saved (`fit` prints the line naming the
+    step). Main thread only (elsewhere no handler is installed)."""
+    try:
+        with training.stop_on_signals() as stop:
+            train(stop)
+    except training.TrainingStopped as stopped:
+        return stopped.exit_code
+    return 0
 
 
 class Stopwatch:

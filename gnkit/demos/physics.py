@@ -160,10 +160,15 @@ def _generate(rng, n_graphs, min_masses, max_masses):
 
 
 def train(
-    config: common.DemoConfig, out_dir: str | Path, progress: bool = True, mode: str = "single"
+    config: common.DemoConfig,
+    out_dir: str | Path,
+    progress: bool = True,
+    mode: str = "single",
+    should_stop=None,
 ) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh'), roll out,
-    plot; returns the results."""
+    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh';
+    `should_stop` as in `gnkit.train.fit`), then roll out and plot with the best-validation
+    checkpoint (lowest monitored one-step velocity MSE); returns the results."""
     out_dir = common.prepare_out_dir(out_dir, config)
     watch = common.Stopwatch()
     low = config.train_sizes[0]
@@ -175,7 +180,7 @@ def train(
         mse = one_step_mse(config, params, *monitor)
         return {"score": -mse, "velocity_mse": mse}
 
-    params = common.run_training(
+    common.run_training(
         config,
         model_for(config),
         _example(),
@@ -185,21 +190,31 @@ def train(
         out_dir,
         progress,
         mode,
+        should_stop,
     )
-    return report(config, params, out_dir, {"train_time": watch.read()})
+    train_time = watch.read()
+    params, checkpoint = common.load_report_checkpoint(
+        model_for(config), _example(), config, out_dir
+    )
+    return report(config, params, out_dir, {"train_time": train_time, "checkpoint": checkpoint})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`gnkit physics train|eval ...`."""
+    """`gnkit physics train|eval ...`; returns the exit status (130 / 143 after a stopped
+    `train`, see `common.run_stoppable`)."""
     parser = common.build_parser("physics", __doc__.split("\n")[0], CONFIGS)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "train":
         config = common.config_from_args(args, CONFIGS)
-        train(config, args.out, not args.no_progress, args.parallel)
-        return 0
+        return common.run_stoppable(
+            lambda stop: train(config, args.out, not args.no_progress, args.parallel, stop)
+        )
     config = common.saved_config(args.out)
-    params = common.load_params(model_for(config), _example(), config, args.out)
-    report(config, params, Path(args.out), common.earlier_training(args.out))
+    params, checkpoint = common.load_report_checkpoint(
+        model_for(config), _example(), config, args.out
+    )
+    extra = {**common.earlier_training(args.out), "checkpoint": checkpoint}
+    report(config, params, Path(args.out), extra)
     return 0
 
 
