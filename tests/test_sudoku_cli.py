@@ -6,8 +6,10 @@ import hashlib
 import json
 import pathlib
 import re
+import signal
 import subprocess
 import sys
+import time
 from importlib import resources
 
 import numpy as np
@@ -226,6 +228,26 @@ def test_solve_error_through_the_installed_command():
     assert re.fullmatch(
         r"error: the givens contradict each other: .*\(same row\)\n", completed.stderr
     )
+
+
+@pytest.mark.slow
+def test_train_stops_on_sigterm_with_a_checkpoint_and_status_143(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = [sys.executable, "-m", "gnkit.demos.sudoku", "train", "--config", "tiny"]
+    argv += ["--run-dir", str(run_dir), "--updates", "100000", "--log-every", "1"]
+    argv += ["--valid-per-level", "1", "--valid-givens", "30", "--no-progress"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = run_dir / "metrics.jsonl"
+    for _ in range(1200):
+        if metrics.exists() and metrics.read_text().count("\n") >= 2:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr
+    assert "Traceback" not in stderr and "rerun the command to resume" in stdout + stderr
+    assert list((run_dir / "checkpoints").glob("checkpoint_*.msgpack"))
 
 
 def _readme_headline():

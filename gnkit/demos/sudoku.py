@@ -423,7 +423,8 @@ def make_evaluate(config: SudokuConfig, valid: tuple[np.ndarray, np.ndarray], nu
 def train(args: argparse.Namespace) -> training.TrainState:
     """The `train` command: resumes from `run_dir` if it holds checkpoints.
 
-    The overrides and data are checked before anything is written to `run_dir`.
+    The overrides and data are checked before anything is written to `run_dir`. SIGINT and
+    SIGTERM stop training after the current update, with a checkpoint (`training.TrainingStopped`).
     """
     config = apply_overrides(CONFIGS[args.config], args.set)
     run_dir = check_outside_package(args.run_dir, "--run-dir")
@@ -451,22 +452,24 @@ def train(args: argparse.Namespace) -> training.TrainState:
         f"{args.parallel} on {1 if mesh is None else mesh.size} device(s)",
         flush=True,
     )
-    return training.fit(
-        state,
-        make_train_step(config, args.parallel, mesh),
-        make_batches(config, pool, args.parallel, mesh),
-        args.updates or config.updates,
-        examples_per_step=config.batch_size,
-        evaluate=make_evaluate(config, valid, args.valid_steps or config.eval_steps),
-        eval_every_s=args.eval_every_min * 60,
-        checkpoint_dir=run_dir / "checkpoints",
-        checkpoint_every_s=args.checkpoint_every_min * 60,
-        metrics_path=run_dir / "metrics.jsonl",
-        log_every_steps=args.log_every,
-        progress=not args.no_progress,
-        mode=args.parallel,
-        mesh=mesh,
-    )
+    with training.stop_on_signals() as stop:
+        return training.fit(
+            state,
+            make_train_step(config, args.parallel, mesh),
+            make_batches(config, pool, args.parallel, mesh),
+            args.updates or config.updates,
+            examples_per_step=config.batch_size,
+            evaluate=make_evaluate(config, valid, args.valid_steps or config.eval_steps),
+            eval_every_s=args.eval_every_min * 60,
+            checkpoint_dir=run_dir / "checkpoints",
+            checkpoint_every_s=args.checkpoint_every_min * 60,
+            metrics_path=run_dir / "metrics.jsonl",
+            log_every_steps=args.log_every,
+            progress=not args.no_progress,
+            mode=args.parallel,
+            mesh=mesh,
+            should_stop=stop,
+        )
 
 
 def load_model(source: str | Path) -> tuple[SudokuConfig, object, dict]:
@@ -929,6 +932,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{info['updates']} updates, {info['puzzles_seen']:,} puzzles, "
                 f"{info['cpu_hours']} CPU-hours"
             )
+    except training.TrainingStopped as stopped:
+        return stopped.exit_code
     except KeyboardInterrupt:
         return 130
     except (ValueError, FileNotFoundError) as error:
