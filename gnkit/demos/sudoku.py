@@ -58,7 +58,11 @@ DATA_SETS = {
 
 @dataclasses.dataclass(frozen=True)
 class SudokuConfig:
-    """Model, data and optimiser settings of one training run."""
+    """Model, data and optimiser settings of one training run.
+
+    `train --set FIELD VALUE` parses each field by its annotation here (`apply_overrides`).
+    `remat` is False, True / 'step' or 'block', as in `RecurrentRelationalNetwork`.
+    """
 
     hidden_size: int = 96
     embed_size: int = 16
@@ -667,7 +671,10 @@ def _describe(config: SudokuConfig, info: dict) -> str:
 
 
 def solve_steps(config: SudokuConfig, params, quiz: np.ndarray, steps: int) -> np.ndarray:
-    """Digit probabilities of every cell at every step for one quiz: `[steps, 81, 9]`."""
+    """Digit probabilities of every cell at every step for one quiz int `[81]`: `[steps, 81, 9]`.
+
+    Host driver around a jitted forward pass.
+    """
     logits = jax.jit(config.model().apply, static_argnums=2)(
         params, jnp.asarray(quiz[None], jnp.int32), steps
     )

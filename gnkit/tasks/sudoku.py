@@ -115,9 +115,9 @@ def _where(position: int) -> str:
 def find_conflict(board: np.ndarray) -> tuple[int, int] | None:
     """The first two cells that share a row, column or box and hold the same digit. Host.
 
-    `board` is int `[81]` with 0 for blanks. Returns `(earlier_cell, later_cell)`, the pair whose
-    later cell comes first in reading order (then the earlier cell), or None when the digits are
-    consistent.
+    `board` is int `[81]` with 0 for blanks. Returns cell indices `(earlier, later)` in reading
+    order; of several clashes, the one whose later cell is read first (ties: the earlier cell read
+    first). None when the digits are consistent.
     """
     board = np.asarray(board)
     senders, receivers = sudoku_edges()
@@ -132,7 +132,7 @@ def find_conflict(board: np.ndarray) -> tuple[int, int] | None:
 def check_givens(quiz: np.ndarray) -> np.ndarray:
     """`quiz` unchanged if no two givens contradict each other, else `ValueError` naming both. Host.
 
-    `quiz` is int `[81]`, 0 for blanks. Such a puzzle has no solution, so nothing should try.
+    `quiz` is int `[81]`, 0 for blanks. Contradicting givens leave a puzzle without a solution.
     """
     conflict = find_conflict(quiz)
     if conflict is not None:
@@ -320,7 +320,10 @@ class SudokuRRN(nn.Module):
 
 
 def cell_loss(logits: jax.Array, solutions: jax.Array) -> jax.Array:
-    """Cross-entropy of every cell at every step, `[T, B, 81]`, targets int `[B, 81]` in 1-9."""
+    """Cross-entropy of every cell at every step, `[T, B, 81]`. Jittable.
+
+    `logits` are `[T, B, 81, 9]` over the digits 1-9; `solutions` int `[B, 81]` in 1-9.
+    """
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     targets = jax.nn.one_hot(solutions - 1, 9, dtype=logits.dtype)
     return -jnp.sum(log_probs * targets, axis=-1)
