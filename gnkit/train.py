@@ -32,6 +32,7 @@ resumes in any mode.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import signal
@@ -113,6 +114,11 @@ class StopRequest:
     __call__ = is_set
 
 
+_ACTIVE_STOP_REQUEST: contextvars.ContextVar[StopRequest | None] = contextvars.ContextVar(
+    "active_stop_request", default=None
+)
+
+
 @contextlib.contextmanager
 def stop_on_signals(
     signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
@@ -121,24 +127,26 @@ def stop_on_signals(
     `should_stop`, set by `signals` (default SIGINT and SIGTERM) while the block runs.
 
     The handlers only set the flag (an exception raised from a handler can land anywhere, e.g.
-    inside JAX's garbage-collection callback, where Python prints and swallows it). The previous
-    handlers come back on exit. Python delivers signals to the main thread only, so from another
-    thread nothing is installed and only code can set the flag.
+    inside JAX's garbage-collection callback, where Python prints and swallows it). Inside the
+    block the flag is also the default `should_stop` of `fit`, so wrapping a `fit` call is
+    enough. The previous handlers come back on exit. Python delivers signals to the main thread
+    only, so from another thread nothing is installed and only code can set the flag.
     """
     request = StopRequest()
-    if threading.current_thread() is not threading.main_thread():
-        yield request
-        return
+    active = _ACTIVE_STOP_REQUEST.set(request)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
 
-    def handler(signal_number, frame):
-        request.set(signal_number)
+        def handler(signal_number, frame):
+            request.set(signal_number)
 
-    previous = {number: signal.signal(number, handler) for number in signals}
+        previous = {number: signal.signal(number, handler) for number in signals}
     try:
         yield request
     finally:
         for number, old_handler in previous.items():
             signal.signal(number, old_handler)
+        _ACTIVE_STOP_REQUEST.reset(active)
 
 
 def stop_message(step: int, checkpoint: Path | None, signal_number: int | None) -> str:
@@ -307,8 +315,9 @@ def fit(
     `should_stop` (a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
     returning a bool) is checked before every step: once it is set, `fit` logs the partial log
     interval, saves the state and raises `TrainingStopped`; so does a KeyboardInterrupt raised
-    inside the loop. Deprecated: called from the main thread without `should_stop`, `fit` wraps
-    itself in `stop_on_signals()` (a `DeprecationWarning`); pass `should_stop` instead.
+    inside the loop. Without `should_stop`, the flag of an enclosing `stop_on_signals()` block
+    is used; deprecated: with neither, from the main thread, `fit` wraps itself in
+    `stop_on_signals()` (a `DeprecationWarning`).
 
     `mode` ('single', 'pmap' or 'mesh') and `mesh` say where the parameters live: `fit` places
     `state.params` and `state.opt_state` with `gnkit.parallel.replicate` before the first step,
@@ -387,11 +396,13 @@ def fit(
     params, opt_state = parallel.replicate((state.params, state.opt_state), mode, mesh)
     step = int(state.step)
     handlers = contextlib.ExitStack()
+    if should_stop is None:
+        should_stop = _ACTIVE_STOP_REQUEST.get()
     if should_stop is None and threading.current_thread() is threading.main_thread():
         warnings.warn(
-            "fit() without should_stop installs SIGINT/SIGTERM handlers itself; this is "
-            "deprecated: wrap the call in `with gnkit.train.stop_on_signals() as stop:` and "
-            "pass should_stop=stop",
+            "fit() without should_stop, outside `with gnkit.train.stop_on_signals():`, installs "
+            "SIGINT/SIGTERM handlers itself; this is deprecated: wrap the call in that block "
+            "(in a command-line entry point) or pass should_stop",
             DeprecationWarning,
             stacklevel=2,
         )

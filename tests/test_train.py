@@ -360,6 +360,22 @@ def test_fit_without_should_stop_installs_the_flag_handlers_itself_deprecated(tm
     assert (stopped.value.step, stopped.value.exit_code) == (2, 143)
 
 
+def test_fit_inside_stop_on_signals_uses_its_flag_without_being_told(tmp_path, recwarn):
+    """The one-line migration for an entry point: wrap the `fit` call in the block."""
+
+    def signalled_batch(step):
+        if step == 3:
+            signal.raise_signal(signal.SIGINT)
+        return TOY["make_batch"](step)
+
+    with training.stop_on_signals(), pytest.raises(training.TrainingStopped) as stopped:
+        training.fit(
+            TOY["initial_state"](), TOY["train_step"], signalled_batch, 10, progress=False
+        )
+    assert (stopped.value.step, stopped.value.checkpoint) == (4, None)
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+
+
 def _wait_for_progress(process, metrics_path, after_step, timeout=120):
     """Wait until the metrics file has a record past `after_step` (training is under way)."""
     deadline = time.monotonic() + timeout
