@@ -14,7 +14,9 @@ size compiles a handful of times.
 Differences from jraph, all deliberate: senders / receivers keep their input dtype (jraph's NumPy
 path widens them to int64 as a side effect of summing with NumPy); `zero_out_padding` selects with
 `jnp.where`, so NaN or inf in padding rows also become 0; `get_fully_connected_graph` with
-`n_graph=0` gives empty `n_node` and `n_edge` (jraph gives `n_edge=[0]`).
+`n_graph=0` gives empty `n_node` and `n_edge` (jraph gives `n_edge=[0]`); `batch_np` joins a
+feature leaf whose dtype differs between graphs in JAX's promoted dtype, as `batch` does (float32
+with int32 gives float32; jraph's NumPy path gives float64).
 """
 
 from __future__ import annotations
@@ -38,17 +40,31 @@ _tree_map = jax.tree_util.tree_map
 # batch / unbatch
 
 
+def _concat_leaves(leaves: Sequence, xp) -> Any:
+    """Concatenates arrays along axis 0 in JAX's promoted dtype of theirs.
+
+    Equal dtypes are kept as they are (any dtype, float64 included). Mixed dtypes follow
+    `jnp.promote_types`, as `jnp.concatenate` does, so `batch_np` and `batch` agree and float32
+    mixed with int32 stays float32 (NumPy would widen it to float64).
+    """
+    if xp is jnp:
+        return jnp.concatenate(leaves)
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    dtypes = {array.dtype for array in arrays}
+    if len(dtypes) == 1:
+        return np.concatenate(arrays)
+    dtype = functools.reduce(jnp.promote_types, dtypes)
+    return np.concatenate([array.astype(dtype, copy=False) for array in arrays])
+
+
 def _concat_field(trees: list, name: str, xp) -> Any:
     """Concatenates one feature field (a pytree or None per graph) along axis 0."""
-    first = trees[0]
-    if isinstance(first, np.ndarray) and all(type(tree) is type(first) for tree in trees):
-        return xp.concatenate(trees)
     try:
-        return _tree_map(lambda *leaves: xp.concatenate(leaves), *trees)
+        return _tree_map(lambda *leaves: _concat_leaves(leaves, xp), *trees)
     except (ValueError, TypeError) as error:
         raise ValueError(
-            f"batch: cannot concatenate graph.{name} across graphs; its structure, None-ness, "
-            f"dtypes' kind and trailing shapes must match: {error}"
+            f"batch: cannot concatenate graph.{name} across graphs; its structure, None-ness "
+            f"and trailing shapes must match, and its dtypes must promote in JAX: {error}"
         ) from error
 
 
@@ -114,7 +130,9 @@ def batch_np(graphs: Sequence[GraphsTuple]) -> GraphsTuple:
     Features (`[N_i, ...]`, `[E_i, ...]`, `[G_i, ...]` leaves of any pytree) are concatenated
     along axis 0 with one `np.concatenate` per leaf; `senders` / `receivers` are shifted by the
     node offset of their graph, computed in one vectorised pass. Elements may themselves hold
-    several graphs. Fields must be None in all graphs or in none.
+    several graphs. Fields must be None in all graphs or in none. Each leaf keeps its dtype; a
+    leaf whose dtype differs between graphs gets `jnp.promote_types` of them (float32 with int32
+    gives float32, never float64; equal dtypes, float64 included, are kept).
     """
     return _batch(graphs, np)
 
@@ -232,10 +250,14 @@ def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int =
     and to its first node, `sum(graph.n_node)`), then empty graphs fill up to `n_graph`. Padding
     features are zeros. Needs room for at least one padding node and one padding graph, so
     `n_node > sum(n_node)`, `n_edge >= sum(n_edge)`, `n_graph > len(n_node)` and `n_graph >= 2`;
-    raises `ValueError` for `n_graph < 2` and `RuntimeError` when the graph is too large.
+    raises `ValueError` for `n_graph < 2` and `RuntimeError` when the graph is too large (both
+    messages start with jraph's text).
     """
     if n_graph < 2:
-        raise ValueError(f"n_graph is {n_graph}; padding needs at least 2 graphs.")
+        raise ValueError(
+            f"n_graph is {n_graph}, which is smaller than minimum value of 2. Padding needs one "
+            "padding graph after the real ones."
+        )
     real_n_node = np.asarray(graph.n_node)
     real_n_edge = np.asarray(graph.n_edge)
     real_nodes = int(real_n_node.sum())
@@ -244,9 +266,9 @@ def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int =
     pad_graphs = int(n_graph) - real_n_node.shape[0]
     if pad_nodes <= 0 or pad_edges < 0 or pad_graphs <= 0:
         raise RuntimeError(
-            "Graph too large for the padding: padding nodes "
-            f"{pad_nodes} (needs >= 1), edges {pad_edges} (needs >= 0), graphs {pad_graphs} "
-            "(needs >= 1)."
+            "Given graph is too large for the given padding. difference: "
+            f"n_node {pad_nodes}, n_edge {pad_edges}, n_graph {pad_graphs}. The padding needs "
+            "at least 1 node, 0 edges and 1 graph more than the graph has."
         )
     return GraphsTuple(
         nodes=_tree_map(lambda leaf: _pad_rows(leaf, pad_nodes), graph.nodes),
@@ -352,8 +374,9 @@ def _static_node_count(graph: GraphsTuple) -> int:
         return int(np.sum(np.asarray(graph.n_node)))
     except jax.errors.JAXTypeError as error:
         raise ValueError(
-            "Inside jit the padded node count is read from the node features, but graph.nodes "
-            "is None. Give the graph node features, or build the mask outside jit."
+            "`padded_graph` must have at least one array of node features inside jit: the "
+            "padded node count is read from them, and graph.nodes is None. Give the graph node "
+            "features, or build the mask outside jit."
         ) from error
 
 
@@ -515,6 +538,10 @@ def pad_to_bucket(graph: GraphsTuple, policy: BucketPolicy) -> GraphsTuple:
     return pad_with_graphs(graph, *policy.round(*_real_sizes(graph)))
 
 
+def _size_dict(n_node: int, n_edge: int, n_graph: int) -> dict[str, int]:
+    return {"n_node": n_node, "n_edge": n_edge, "n_graph": n_graph}
+
+
 def _group_within(
     graphs: Iterable[GraphsTuple], node_limit: int, edge_limit: int, graph_limit: int
 ) -> Iterator[list[GraphsTuple]]:
@@ -530,9 +557,10 @@ def _group_within(
             if group:
                 yield group
             raise RuntimeError(
-                "Found a graph larger than the batch budget: graph (n_node, n_edge, n_graph) = "
-                f"{(n_node, n_edge, n_graph)}, largest that fits = "
-                f"{(node_limit, edge_limit, graph_limit)}."
+                "Found graph bigger than batch size. Valid Batch Size: "
+                f"{_size_dict(node_limit, edge_limit, graph_limit)}, Graph Size: "
+                f"{_size_dict(n_node, n_edge, n_graph)}. The valid size leaves one node and one "
+                "graph of the budget for padding."
             )
         if group and (
             nodes + n_node > node_limit
@@ -556,10 +584,13 @@ def dynamically_batch(
     leave no room for padding (`n_node - 1` real nodes, `n_edge` edges, `n_graph - 1` graphs at
     most); the batch is then `batch_np`-ed and `pad_with_graphs`-ed. Host-only generator. Raises
     `ValueError` if `n_graph < 2` and `RuntimeError` on a graph that can never fit (after
-    yielding the batch collected before it).
+    yielding the batch collected before it), with messages that start with jraph's text.
     """
     if n_graph < 2:
-        raise ValueError(f"n_graph is {n_graph}; padding needs at least 2 graphs.")
+        raise ValueError(
+            "The number of graphs in a batch size must be greater or equal to `2` for padding "
+            f"with graphs, got {n_graph}. The last graph of each batch is the padding graph."
+        )
     for group in _group_within(graphs_tuple_iterator, n_node - 1, n_edge, n_graph - 1):
         yield pad_with_graphs(batch_np(group), n_node, n_edge, n_graph)
 
@@ -737,8 +768,21 @@ def get_fully_connected_graph(
     """`n_graph` complete graphs of `n_node_per_graph` nodes each, as `jnp` arrays (jraph's).
 
     Jittable for static sizes (features may be traced). Same edge order as
-    `fully_connected_graph`; raises `ValueError` when features have the wrong number of rows.
+    `fully_connected_graph`; raises `ValueError` when features have the wrong number of rows,
+    with jraph's message first.
     """
+    n_rows = _leading_size(node_features)
+    if n_rows is not None and n_rows != n_node_per_graph * n_graph:
+        raise ValueError(
+            "Number of nodes is not equal to num_nodes_per_graph * n_graph: node_features have "
+            f"{n_rows} rows, n_node_per_graph * n_graph = {n_node_per_graph * n_graph}."
+        )
+    n_global_rows = _leading_size(global_features)
+    if n_global_rows is not None and n_global_rows != n_graph:
+        raise ValueError(
+            f"The number of globals is not equal to n_graph: global_features have "
+            f"{n_global_rows} rows, n_graph = {n_graph}."
+        )
     graph = fully_connected_graph(
         [n_node_per_graph] * n_graph, node_features, global_features, add_self_edges
     )

@@ -2,6 +2,7 @@
 
 import importlib.util
 import pathlib
+import re
 import sys
 
 import jax
@@ -124,6 +125,28 @@ def test_batch_rejects_mixed_none_fields():
         batch_np(graphs)
 
 
+@pytest.mark.parametrize("jitted", [False, True])
+def test_batch_promotes_mixed_leaf_dtypes_as_jax_does(jitted):
+    def graph(nodes, globals_):
+        return GraphsTuple(
+            nodes, None, None, None, globals_, np.array([len(nodes)]), np.array([0])
+        )
+
+    first = graph(np.array([[1.5], [2.5]], np.float32), np.array([[1.0]], np.float64))
+    second = graph(np.array([[3]], np.int32), np.array([[2]], np.int64))
+    batched = batch_np([first, second])
+    assert batched.nodes.dtype == np.float32  # np.concatenate would give float64
+    np.testing.assert_array_equal(batched.nodes, [[1.5], [2.5], [3.0]])
+    assert batched.globals.dtype == np.float64  # float64 stays float64 on the host
+    same = batch_np([first, first])
+    assert same.nodes.dtype == np.float32 and same.globals.dtype == np.float64
+    on_device = (jax.jit(batch) if jitted else batch)(jax.device_put([first, second]))
+    assert on_device.nodes.dtype == jax.numpy.float32
+    np.testing.assert_array_equal(on_device.nodes, batched.nodes)
+    with pytest.raises(ValueError, match="graph.nodes"):
+        batch_np([first, graph(np.array([["a"]]), np.array([[2]], np.int64))])
+
+
 def test_unbatch_np_and_unbatch_match_jraph():
     batched = jraph.batch_np(random_graphs(3))
     for ours, theirs in zip(unbatch_np(batched), jraph.unbatch_np(batched), strict=True):
@@ -158,10 +181,20 @@ def test_pad_unpad_counts_and_masks_match_jraph(padding):
 
 def test_pad_with_graphs_errors_like_jraph():
     batched = batch_np(random_graphs(5))  # 14 nodes, 12 edges, 6 graphs
-    with pytest.raises(ValueError):
+    jraph_text = "n_graph is 1, which is smaller than minimum value of 2."
+    with pytest.raises(ValueError, match=jraph_text):
+        jraph.pad_with_graphs(batched, 20, 20, 1)
+    with pytest.raises(ValueError, match=jraph_text):
         pad_with_graphs(batched, 20, 20, 1)
-    for too_small in [(14, 12, 7), (15, 11, 7), (15, 12, 6)]:
-        with pytest.raises(RuntimeError):
+    for too_small, difference in [
+        ((14, 12, 7), "n_node 0, n_edge 0, n_graph 1"),
+        ((15, 11, 7), "n_node 1, n_edge -1, n_graph 1"),
+        ((15, 12, 6), "n_node 1, n_edge 0, n_graph 0"),
+    ]:
+        jraph_text = f"Given graph is too large for the given padding. difference: {difference}"
+        with pytest.raises(RuntimeError, match=jraph_text):
+            jraph.pad_with_graphs(batched, *too_small)
+        with pytest.raises(RuntimeError, match=jraph_text):
             pad_with_graphs(batched, *too_small)
 
 
@@ -184,7 +217,7 @@ def test_masks_and_counts_hand_checked():
     np.testing.assert_array_equal(get_graph_padding_mask(padded), [1, 1, 0, 0])
     without_nodes = padded._replace(nodes=None)
     np.testing.assert_array_equal(get_node_padding_mask(without_nodes), [1, 1, 1, 0, 0, 0])
-    with pytest.raises(ValueError, match="node features"):
+    with pytest.raises(ValueError, match="^`padded_graph` must have at least one array of node"):
         jax.jit(get_node_padding_mask)(without_nodes)
 
 
@@ -199,8 +232,10 @@ def test_get_fully_connected_graph_matches_jraph(n_node, n_graph, self_edges, mo
     assert_graphs_equal(ours, expected)
     traced = jax.jit(get_fully_connected_graph, static_argnums=(0, 1, 4))
     assert_graphs_equal(traced(n_node, n_graph, nodes, globals_, self_edges), expected)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^Number of nodes is not equal to num_nodes_per_graph"):
         get_fully_connected_graph(n_node, n_graph + 1, nodes)
+    with pytest.raises(ValueError, match="^The number of globals is not equal to n_graph"):
+        get_fully_connected_graph(n_node, n_graph, nodes, globals_[:1])
 
 
 def test_fully_connected_graph_of_different_sizes():
@@ -224,14 +259,19 @@ def test_dynamically_batch_matches_jraph_and_raises_like_it():
     assert len(ours) == len(theirs) > 1
     for a, b in zip(ours, theirs, strict=True):
         assert_graphs_equal(a, b, index_dtype=False)
-    with pytest.raises(ValueError):
-        next(dynamically_batch(iter(graphs), 16, 30, 1))
+    for implementation in (dynamically_batch, jraph.dynamically_batch):
+        with pytest.raises(ValueError, match="^The number of graphs in a batch size must be"):
+            next(implementation(iter(graphs), 16, 30, 1))
     big = random_graph(np.random.default_rng(0), 20, 3)
     stream = dynamically_batch(iter(graphs[:2] + [big]), *budget)
     first = next(stream)
     assert_graphs_equal(unbatch_np(unpad_with_graphs(first))[0], graphs[0])
-    with pytest.raises(RuntimeError, match="larger than the batch budget"):
+    jraph_text = "Found graph bigger than batch size. Valid Batch Size: "
+    sizes = "{'n_node': 15, 'n_edge': 30, 'n_graph': 4}, Graph Size: {'n_node': 20, 'n_edge': 3, "
+    with pytest.raises(RuntimeError, match="^" + re.escape(jraph_text + sizes)):
         next(stream)
+    with pytest.raises(RuntimeError, match="^" + re.escape(jraph_text)):
+        next(jraph.dynamically_batch(iter([big]), *budget))
 
 
 def test_zero_out_padding_matches_jraph_and_zeroes_nan(monkeypatch):
