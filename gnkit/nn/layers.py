@@ -8,7 +8,8 @@ with new node features, has no output activation, and is jittable. `indices_are_
 `graph.receivers` sorted. For one graph with its edges sharded over devices
 (`gnkit.parallel.edge_sharded`), pass `aggregator=gnkit.parallel.sharded_aggregator('sum')` (and
 `softmax=gnkit.parallel.sharded_softmax()` to the attention layers); attention layers then need
-their self-edges in the edge list and `add_self_edges=False`.
+their self-edges in the edge list, one per node (the graph's own removed first, for the result of
+`add_self_edges=True`), and `add_self_edges=False`.
 
 With their default settings GCN, GAT and GATv2 compute what PyTorch Geometric's `GCNConv`,
 `GATConv` and `GATv2Conv` compute with the same weights (`tests/test_pyg_parity.py`), on directed
