@@ -40,6 +40,8 @@ def skewed_graph(self_edges: bool = False) -> GraphsTuple:
     (at least one padding edge); `self_edges` appends one self-edge per real node first."""
     senders, receivers = _SENDERS, _RECEIVERS
     if self_edges:
+        not_loop = senders != receivers
+        senders, receivers = senders[not_loop], receivers[not_loop]
         every_node = np.arange(N_REAL, dtype=np.int32)
         senders = np.concatenate([senders, every_node])
         receivers = np.concatenate([receivers, every_node])

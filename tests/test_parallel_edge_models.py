@@ -112,7 +112,7 @@ def test_gcn_aggregate_first_applies_the_update_after_propagation():
 @pytest.mark.parametrize("project_first", [None, True, False])
 @pytest.mark.parametrize("features", [2, 4])
 def test_gcn_module_is_the_same_in_either_order(project_first, features):
-    module = GCN(features, project_first=project_first)
+    module = GCN(features, project_first=project_first, convention="jraph")
     params = module.init(jax.random.PRNGKey(0), make_graph())
     params = jax.tree.map(lambda x: x + 0.5, params)  # a nonzero bias
     out = module.apply(params, make_graph()).nodes
