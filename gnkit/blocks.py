@@ -10,8 +10,10 @@ input are called positionally, so a `Dense` or `nnx.Linear` plugs in as is.
 
 Features may be ArrayTrees: every leaf has a leading `[N]` (nodes), `[E]` (edges) or `[G]`
 (globals) axis. Everything here is jittable, vmappable over stacked graphs of equal padded size,
-and differentiable. Fields a block needs are checked at trace time and a missing one raises a
-`ValueError` naming it.
+and differentiable. Every public function checks its graph at trace time with
+`gnkit.graph.require`: a field the block needs that is None raises a `ValueError` naming it, and
+a Python list in a field (or a list of graphs instead of one batched graph) a `TypeError` naming
+the field and what was expected.
 
 Reductions use aggregators (`gnkit.aggregators`): a name, which resolves to a safe reduction (0 on
 an empty segment), or any callable `f(data, segment_ids, num_segments, indices_are_sorted=False)`.
