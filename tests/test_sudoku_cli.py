@@ -34,11 +34,13 @@ def _one_line_error(capsys) -> str:
 
 
 def _package_digest() -> str:
-    """A digest of every file's path and bytes under the gnkit package (caches aside)."""
+    """A digest of the shipped files (model and data) and of which files the package holds."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(PACKAGE)).encode())
+        if "__pycache__" in path.parts or not path.is_file():
+            continue
+        digest.update(str(path.relative_to(PACKAGE)).encode())
+        if path.parent.name in ("data", "sudoku_rrn"):
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
