@@ -1,7 +1,7 @@
 """Sudoku with a recurrent relational network: train, evaluate, solve, demo.
 
     python -m gnkit.demos.sudoku demo                      # shipped model, a few minutes on a CPU
-    python -m gnkit.demos.sudoku train --config cpu --run-dir runs/sudoku_cpu --set remat block
+    python -m gnkit.demos.sudoku train --config cpu --run-dir runs/sudoku_cpu --set remat step
     python -m gnkit.demos.sudoku eval --checkpoint pretrained --data rrn_valid --per-level 100
     python -m gnkit.demos.sudoku solve 000000010400000000020000000000050407008000300001090000...
     python -m gnkit.demos.sudoku export --from runs/sudoku_cpu --to exports/sudoku_rrn
@@ -896,10 +896,12 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         action="append",
         metavar=("FIELD", "VALUE"),
-        help="override a config field (parsed by its declared type), e.g. --set remat block",
+        help="override a config field (parsed by its declared type), e.g. --set remat step",
     )
-    p.add_argument("--pool", default="royle17_train_pool", help=f"{data_help} (17 givens)")
-    p.add_argument("--valid", default="rrn_valid", help=data_help)
+    p.add_argument(
+        "--pool", default="royle17_train_pool", help=f"{data_help} (default: %(default)s)"
+    )
+    p.add_argument("--valid", default="rrn_valid", help=f"{data_help} (default: %(default)s)")
     p.add_argument("--valid-per-level", type=int, default=30)
     p.add_argument(
         "--valid-givens", type=_givens_levels, help="comma-separated givens levels to validate on"
