@@ -585,3 +585,13 @@ def test_add_self_edges_keeps_each_graphs_edges_together():
     np.testing.assert_array_equal(looped.edges["w"][:, 0], [5, -1, -1, 7, -1])
     with pytest.raises(ValueError, match="add_self_edges"):
         add_self_edges(graph._replace(senders=None))
+
+
+def test_package_reexports_every_name_at_both_levels():
+    import gnkit
+    import gnkit.batching
+
+    assert len(gnkit.batching.__all__) == 28
+    for name in gnkit.batching.__all__:
+        assert getattr(gnkit, name) is getattr(gnkit.batching, name), name
+        assert name in gnkit.__all__, name
