@@ -7,10 +7,12 @@ continues exactly where it stopped: same parameters, same optimiser state, same 
 Checkpoints are one file per save, `checkpoint_<step>.msgpack`, holding the whole `TrainState`
 serialised with `flax.serialization` and written atomically (temporary file, then `os.replace`),
 so a kill during a save never leaves a torn checkpoint. The last `keep` are kept, and `best.msgpack`
-holds the state with the best evaluation score. (orbax-checkpoint was the other option; its
-asynchronous managers add threads and directories that a kill can leave half-written, and a flat
-msgpack file is all a single-host demo needs.) A checkpoint that cannot be read (a damaged disk, a
-copy cut short) is named in a warning, set aside, and `resume_or` resumes from the one before.
+holds the state with the best evaluation score (the latest of equal scores: a saturated score,
+such as 100% of a small validation set solved, then picks the most trained state).
+(orbax-checkpoint was the other option; its asynchronous managers add threads and directories
+that a kill can leave half-written, and a flat msgpack file is all a single-host demo needs.)
+A checkpoint that cannot be read (a damaged disk, a copy cut short) is named in a warning, set
+aside, and `resume_or` resumes from the one before.
 
 Metrics go to a JSON-lines file, one record per evaluation and per log interval, each with the
 step, puzzles (examples) seen, process CPU-minutes and wall-minutes accumulated over all resumes.
@@ -306,7 +308,7 @@ def fit(
     `batch = make_batch(step)`; `metrics` is a mapping of scalars (the mean over each log interval
     is logged). `evaluate(params) -> metrics` runs every `eval_every_s` seconds of wall time or
     `eval_every_steps` steps (and at the end); if it returns `"score"`, the best-scoring state is
-    saved as `best.msgpack` (a later state replaces it only with a strictly higher score). With
+    saved as `best.msgpack` (a later state with an equal or higher score replaces it). With
     `checkpoint_dir`, the state is saved every `checkpoint_every_s` seconds, at each evaluation,
     at the end, and when the run is stopped. With `metrics_path`, records of steps after
     `state.step` already in the file (from a run killed after its last checkpoint) are dropped
@@ -374,7 +376,7 @@ def fit(
         current = clocked(current)
         record("eval", current, results)
         score = results.get("score")
-        if score is not None and score > current.best_score:
+        if score is not None and score >= current.best_score:
             current = current.replace(best_score=float(score))
             if checkpoint_dir is not None:
                 save_checkpoint(checkpoint_dir, current, "best.msgpack")

@@ -91,10 +91,10 @@ def train_rows(out_dir):
 
 
 def best_eval_row(out_dir):
-    """The first evaluation record with the highest score (the one `best.msgpack` holds)."""
+    """The last evaluation record with the highest score (the one `best.msgpack` holds)."""
     rows = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
     evals = [row for row in rows if row["kind"] == "eval"]
-    return max(evals, key=lambda row: (row["score"], -row["step"]))
+    return max(evals, key=lambda row: (row["score"], row["step"]))
 
 
 def test_sort_cli_tiny_run_learns_and_reports_its_best_checkpoint(tmp_path):

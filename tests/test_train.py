@@ -231,6 +231,15 @@ def test_metrics_log_records_counters_without_rounding_them_away(tmp_path, monke
     assert state.cpu_seconds == pytest.approx(0.048)
 
 
+def test_best_checkpoint_is_the_latest_of_equal_scores(tmp_path):
+    scores = iter([0.5, 0.75, 0.75, 0.25])
+    toy_fit(8, checkpoint_dir=tmp_path, evaluate=lambda params: {"score": next(scores)},
+            eval_every_steps=2)  # fmt: skip
+    best = training.load_checkpoint(tmp_path / "best.msgpack", TOY["initial_state"]())
+    assert (int(best.step), best.best_score) == (6, 0.75)
+    assert_same_state(best, toy_fit(6))
+
+
 def test_stop_request_logs_the_partial_interval_saves_and_resumes_exactly(tmp_path):
     straight = toy_fit(12)
     stop = training.StopRequest()

@@ -9,7 +9,8 @@ monitored list diverged in its last 100 updates). Batches are padded to the buck
 padding.
 
 The reports (`train`'s and `eval`'s) use the run's best-validation checkpoint (`best.msgpack`,
-the best score on the monitoring graphs) and say which one in `results.json`. `train` resumes
+the best score on the monitoring graphs, the latest of equal scores) and say which one in
+`results.json`. `train` resumes
 from the latest checkpoint; Ctrl-C or SIGTERM during training saves the state and exits with
 status 130 (SIGINT) or 143 (SIGTERM) after one line naming the step saved. Host driver; the
 model, loss and train step are jitted.
