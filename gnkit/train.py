@@ -34,7 +34,6 @@ resumes in any mode.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 import os
 import signal
@@ -116,11 +115,6 @@ class StopRequest:
     __call__ = is_set
 
 
-_ACTIVE_STOP_REQUEST: contextvars.ContextVar[StopRequest | None] = contextvars.ContextVar(
-    "active_stop_request", default=None
-)
-
-
 @contextlib.contextmanager
 def stop_on_signals(
     signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
@@ -129,26 +123,24 @@ def stop_on_signals(
     `should_stop`, set by `signals` (default SIGINT and SIGTERM) while the block runs.
 
     The handlers only set the flag (an exception raised from a handler can land anywhere, e.g.
-    inside JAX's garbage-collection callback, where Python prints and swallows it). Inside the
-    block the flag is also the default `should_stop` of `fit`, so wrapping a `fit` call is
-    enough. The previous handlers come back on exit. Python delivers signals to the main thread
-    only, so from another thread nothing is installed and only code can set the flag.
+    inside JAX's garbage-collection callback, where Python prints and swallows it). The previous
+    handlers come back on exit. Python delivers signals to the main thread only, so from another
+    thread nothing is installed and only code can set the flag.
     """
     request = StopRequest()
-    active = _ACTIVE_STOP_REQUEST.set(request)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
 
-        def handler(signal_number, frame):
-            request.set(signal_number)
+    def handler(signal_number, frame):
+        request.set(signal_number)
 
-        previous = {number: signal.signal(number, handler) for number in signals}
+    previous = {number: signal.signal(number, handler) for number in signals}
     try:
         yield request
     finally:
         for number, old_handler in previous.items():
             signal.signal(number, old_handler)
-        _ACTIVE_STOP_REQUEST.reset(active)
 
 
 def stop_message(step: int, checkpoint: Path | None, signal_number: int | None) -> str:
@@ -317,9 +309,7 @@ def fit(
     `should_stop` (a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
     returning a bool) is checked before every step: once it is set, `fit` logs the partial log
     interval, saves the state and raises `TrainingStopped`; so does a KeyboardInterrupt raised
-    inside the loop. Without `should_stop`, the flag of an enclosing `stop_on_signals()` block
-    is used; deprecated: with neither, from the main thread, `fit` wraps itself in
-    `stop_on_signals()` (a `DeprecationWarning`).
+    inside the loop (Ctrl-C in a notebook). `fit` installs no signal handler.
 
     `mode` ('single', 'pmap' or 'mesh') and `mesh` say where the parameters live: `fit` places
     `state.params` and `state.opt_state` with `gnkit.parallel.replicate` before the first step,
@@ -397,18 +387,6 @@ def fit(
     window: dict[str, list[Any]] = {}
     params, opt_state = parallel.replicate((state.params, state.opt_state), mode, mesh)
     step = int(state.step)
-    handlers = contextlib.ExitStack()
-    if should_stop is None:
-        should_stop = _ACTIVE_STOP_REQUEST.get()
-    if should_stop is None and threading.current_thread() is threading.main_thread():
-        warnings.warn(
-            "fit() without should_stop, outside `with gnkit.train.stop_on_signals():`, installs "
-            "SIGINT/SIGTERM handlers itself; this is deprecated: wrap the call in that block "
-            "(in a command-line entry point) or pass should_stop",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        should_stop = handlers.enter_context(stop_on_signals())
     stop_requested = _stop_check(should_stop)
     interrupted = False
     try:
@@ -445,7 +423,6 @@ def fit(
             _write(bar, str(stopped))
             raise stopped
     finally:
-        handlers.close()
         if bar is not None:
             bar.close()
         if metrics_file is not None:

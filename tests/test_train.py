@@ -350,39 +350,27 @@ def test_signal_handlers_only_set_the_flag(tmp_path, signal_number, exit_code):
     assert training.checkpoint_steps(tmp_path) == [3]
 
 
-def test_fit_without_should_stop_installs_the_flag_handlers_itself_deprecated(tmp_path):
-    def signalled_batch(step):
-        if step == 1:
-            signal.raise_signal(signal.SIGTERM)
-        return TOY["make_batch"](step)
+def test_fit_installs_no_signal_handler_and_stops_cleanly_on_keyboard_interrupt(tmp_path):
+    """As in a notebook: no `should_stop`, and Ctrl-C arrives as a KeyboardInterrupt."""
+    handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
 
-    with pytest.warns(DeprecationWarning, match="stop_on_signals"):
-        with pytest.raises(training.TrainingStopped) as stopped:
-            training.fit(
-                TOY["initial_state"](),
-                TOY["train_step"],
-                signalled_batch,
-                10,
-                checkpoint_dir=tmp_path,
-                progress=False,
-            )
-    assert (stopped.value.step, stopped.value.exit_code) == (2, 143)
-
-
-def test_fit_inside_stop_on_signals_uses_its_flag_without_being_told(tmp_path, recwarn):
-    """The one-line migration for an entry point: wrap the `fit` call in the block."""
-
-    def signalled_batch(step):
+    def interrupted_batch(step):
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
         if step == 3:
-            signal.raise_signal(signal.SIGINT)
+            raise KeyboardInterrupt
         return TOY["make_batch"](step)
 
-    with training.stop_on_signals(), pytest.raises(training.TrainingStopped) as stopped:
+    with pytest.raises(training.TrainingStopped) as stopped:
         training.fit(
-            TOY["initial_state"](), TOY["train_step"], signalled_batch, 10, progress=False
+            TOY["initial_state"](),
+            TOY["train_step"],
+            interrupted_batch,
+            10,
+            checkpoint_dir=tmp_path,
+            progress=False,
         )
-    assert (stopped.value.step, stopped.value.checkpoint) == (4, None)
-    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+    assert (stopped.value.step, stopped.value.exit_code) == (3, 130)
+    assert training.checkpoint_steps(tmp_path) == [3]
 
 
 def _wait_for_progress(process, metrics_path, after_step, timeout=120):
