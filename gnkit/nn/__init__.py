@@ -5,6 +5,7 @@ from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwo
 from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
 from gnkit.nn.lcm import LCMAggregation
 from gnkit.nn.mlp import MLP
+from gnkit.nn.relation_network import RelationNetwork
 from gnkit.nn.rrn import RecurrentRelationalNetwork
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "LCMAggregation",
     "MLP",
     "RecurrentRelationalNetwork",
+    "RelationNetwork",
 ]
