@@ -1,0 +1,128 @@
+"""Tests for gnkit.tasks.pretty_clevr: answers recomputed by a brute-force path walk, uniqueness,
+minimum distance, augmentation; and the pretty-clevr demo's models and CLI at tiny size."""
+
+import math
+
+import numpy as np
+import pytest
+
+from gnkit.tasks import pretty_clevr as pc
+
+QUESTION_KEYS = ("scene", "anchor_is_color", "anchor", "jumps", "answer")
+
+
+@pytest.fixture(scope="module")
+def scenes():
+    return pc.generate(np.random.default_rng(0), 40)
+
+
+def _walk(positions, start, jumps):
+    """The object reached after `jumps` greedy jumps from `start`, by plain Python loops."""
+    points = [tuple(map(float, p)) for p in positions]
+    visited, current = {start}, start
+    for _ in range(jumps):
+        best, best_distance = None, math.inf
+        for candidate, point in enumerate(points):
+            if candidate in visited:
+                continue
+            distance = math.dist(points[current], point)
+            if distance < best_distance:
+                best, best_distance = candidate, distance
+        visited.add(best)
+        current = best
+    return current
+
+
+def _answers_by_walking(data, positions):
+    answers = []
+    for q in range(len(data["scene"])):
+        s, anchor = data["scene"][q], data["anchor"][q]
+        if data["anchor_is_color"][q]:
+            start = int(np.flatnonzero(data["colors"][s] == anchor)[0])
+        else:
+            start = int(np.flatnonzero(data["markers"][s] == anchor)[0])
+        target = _walk(positions[s], start, int(data["jumps"][q]))
+        if data["anchor_is_color"][q]:
+            answers.append(8 + int(data["markers"][s, target]))
+        else:
+            answers.append(int(data["colors"][s, target]))
+    return np.array(answers)
+
+
+def test_shapes_and_types(scenes):
+    assert scenes["positions"].shape == (40, 8, 2) and scenes["positions"].dtype == np.float32
+    assert scenes["colors"].shape == scenes["markers"].shape == (40, 8)
+    for key in ("scene", "anchor_is_color", "anchor", "jumps", "answer"):
+        assert scenes[key].shape == (40 * 128,)
+    assert scenes["anchor_is_color"].dtype == bool
+    assert set(np.unique(scenes["answer"])) <= set(range(16))
+
+
+def test_answers_match_a_brute_force_walk(scenes):
+    positions = scenes["positions"][:12]
+    first = scenes["scene"] < 12
+    data = {key: value[first] if key in QUESTION_KEYS else value for key, value in scenes.items()}
+    np.testing.assert_array_equal(_answers_by_walking(data, positions), data["answer"])
+
+
+def test_each_scene_asks_every_anchor_jump_and_kind_once(scenes):
+    per_scene = np.stack(
+        [scenes["scene"], scenes["anchor_is_color"], scenes["anchor"], scenes["jumps"]], axis=1
+    )
+    assert len(np.unique(per_scene, axis=0)) == 40 * 128
+    assert np.all(np.bincount(scenes["jumps"]) == 40 * 16)
+
+
+def test_colours_and_markers_are_used_once_per_scene(scenes):
+    for key in ("colors", "markers"):
+        np.testing.assert_array_equal(np.sort(scenes[key], axis=1), np.tile(np.arange(8), (40, 1)))
+
+
+def test_objects_keep_the_minimum_distance(scenes):
+    positions = scenes["positions"].astype(np.float64)
+    gaps = np.linalg.norm(positions[:, :, None] - positions[:, None], axis=-1)
+    gaps[:, np.arange(8), np.arange(8)] = np.inf
+    assert gaps.min() > 0.1
+    assert 0 <= positions.min() and positions.max() <= 1
+
+
+def test_greedy_path_on_a_line_by_hand():
+    x = np.array([0.0, 0.11, 0.23, 0.36, 0.50, 0.65, 0.81, 0.98])
+    positions = np.stack([x, np.zeros(8)], axis=-1)[None]
+    paths = pc.greedy_paths(positions)
+    # From x=.36: .23 (gap .13) beats .50 (.14); then .11, 0; then back right to .50, ...
+    assert paths[0, 3].tolist() == [3, 2, 1, 0, 4, 5, 6, 7]
+    assert paths[0, 7].tolist() == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert paths[0, 0].tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+def test_augmentation_keeps_the_answers(scenes):
+    rng = np.random.default_rng(5)
+    moved = pc.augment(rng, scenes["positions"])
+    assert not np.allclose(moved, scenes["positions"], atol=0.05)
+    np.testing.assert_array_equal(pc.greedy_paths(moved), pc.greedy_paths(scenes["positions"]))
+    first = scenes["scene"] < 5
+    data = {key: value[first] if key in QUESTION_KEYS else value for key, value in scenes.items()}
+    np.testing.assert_array_equal(_answers_by_walking(data, moved), data["answer"])
+
+
+def test_augmentation_is_a_scaled_rotation():
+    positions = np.array([[[1.0, 0.0], [0.0, 1.0]] + [[0.0, 0.0]] * 6], np.float32)
+    moved = pc.augment(np.random.default_rng(1), positions)[0]
+    scale = np.linalg.norm(moved[0])
+    assert 0.5 <= scale <= 2.0
+    np.testing.assert_allclose(np.linalg.norm(moved[1]), scale, rtol=1e-6)
+    np.testing.assert_allclose(moved[0] @ moved[1], 0.0, atol=1e-6)  # right angle kept
+
+
+def test_accuracy_by_jumps_by_hand():
+    correct = np.array([True, False, True, True])
+    jumps = np.array([0, 0, 2, 7])
+    got = pc.accuracy_by_jumps(correct, jumps)
+    np.testing.assert_array_equal(got[[0, 2, 7]], [0.5, 1.0, 1.0])
+    assert np.isnan(got[[1, 3, 4, 5, 6]]).all()
+
+
+def test_questions_in_words():
+    assert pc.describe_question(True, 2, 3) == "marker of the object 3 jumps from the red one?"
+    assert pc.answer_name(2) == "red" and pc.answer_name(8) == "'o'"
