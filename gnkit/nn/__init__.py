@@ -6,6 +6,7 @@ from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
 from gnkit.nn.lcm import LCMAggregation
 from gnkit.nn.mlp import MLP
 from gnkit.nn.relation_network import RelationNetwork
+from gnkit.nn.relational_memory import RelationalMemory
 from gnkit.nn.rrn import RecurrentRelationalNetwork
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "MLP",
     "RecurrentRelationalNetwork",
     "RelationNetwork",
+    "RelationalMemory",
 ]
