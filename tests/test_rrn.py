@@ -3,8 +3,10 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
+from gnkit import parallel
 from gnkit.graph import GraphsTuple
 from gnkit.nn import rrn
 from gnkit.nn.rrn import RecurrentRelationalNetwork
@@ -180,6 +182,40 @@ def test_block_remat_has_the_parameters_outputs_and_gradients_of_the_other_paths
         got = outputs_and_gradients(models[remat])
         for leaf, want_leaf in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             np.testing.assert_allclose(leaf, want_leaf, rtol=1e-5, atol=1e-5)
+
+
+def test_every_remat_mode_trains_alike_in_the_data_parallel_step():
+    """Under `shard_map` (the 'single' and 'mesh' steps), block remat used to fail to trace."""
+    graph = _graph()
+    targets = np.random.default_rng(5).normal(size=(7, 7, 3)).astype(np.float32)
+    batch = {"targets": targets[None]}
+    params_after = {}
+    for remat in (False, True, "block"):
+        model = RecurrentRelationalNetwork((8,), (8, 8), (8,), (3,), remat=remat)
+        params = model.init(jax.random.PRNGKey(3), graph, 1)
+
+        def loss_fn(params, batch, model=model):
+            return jnp.mean((model.apply(params, graph, 7) - batch["targets"][0]) ** 2)
+
+        optimizer = optax.sgd(0.1)
+        strategy = parallel.data_parallel("single")
+        state = strategy.replicate((params, optimizer.init(params)))
+        step = strategy.train_step(loss_fn, optimizer, donate=False)
+        params, _, _ = step(*state, strategy.shard(batch))
+        params_after[remat] = strategy.host_copy(params)
+    moved = jax.tree.leaves(
+        jax.tree.map(
+            lambda a, b: np.abs(a - b).max(),
+            params_after[False],
+            model.init(jax.random.PRNGKey(3), graph, 1),
+        )
+    )
+    assert max(moved) > 1e-3
+    for remat in (True, "block"):
+        for got, want in zip(
+            jax.tree.leaves(params_after[remat]), jax.tree.leaves(params_after[False]), strict=True
+        ):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -214,8 +214,21 @@ def _scan(body, length: int):
 def _remat_block(length: int):
     """`length` rematerialised steps, themselves rematerialised as one block: in the backward
     pass only the block's input carry is kept; the block reruns forward keeping its `length`
-    step carries, then each step reruns for its own gradient. Outputs `[length, N, C]`."""
-    return nn.remat(_scan(nn.remat(_scan_body, prevent_cse=False), length), prevent_cse=False)
+    step carries, then each step reruns for its own gradient. Outputs `[length, N, C]`.
+
+    The steps inside a block are unrolled rather than scanned: under `shard_map`, a scan nested
+    in a rematerialised function sees its initial carry without the device-varying type of the
+    carry it returns, which `lax.scan` rejects."""
+    step = nn.remat(_scan_body, prevent_cse=False)
+
+    def block(module: RecurrentRelationalNetwork, carry, context):
+        outputs = []
+        for _ in range(length):
+            carry, out = step(module, carry, context)
+            outputs.append(out)
+        return carry, jnp.stack(outputs)
+
+    return nn.remat(block, prevent_cse=False)
 
 
 def _default_block_size(num_steps: int) -> int:
