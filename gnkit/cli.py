@@ -10,6 +10,7 @@ _DEMOS = {
     "sort": "gnkit.demos.sort",
     "shortest-path": "gnkit.demos.shortest_path",
     "physics": "gnkit.demos.physics",
+    "nth-farthest": "gnkit.demos.nth_farthest",
 }
 
 

@@ -69,3 +69,91 @@ def test_same_seed_same_held_out_set():
 def test_bad_batch_size():
     with pytest.raises(ValueError, match="batch_size"):
         nth_farthest.sample(np.random.default_rng(0), 0)
+
+
+def test_default_models_have_the_paper_sizes_counted_by_hand():
+    from gnkit.demos import nth_farthest as demo
+
+    config = demo.CONFIGS["default"]
+    memory = 8 * 32   # heads * head size
+    rmc_core = (
+        (40 + 1) * memory                         # input projection
+        + (memory + 1) * 8 * 3 * 32 + 2 * 8 * 3 * 32   # q, k, v projection and its LayerNorm
+        + 2 * memory                              # LayerNorm after attention
+        + 2 * (memory + 1) * memory + 2 * memory  # attention MLP and its LayerNorm
+        + 2 * (memory + 1) * 2 * memory           # gates from the input and from the memory
+    )
+    lstm_core = 4 * (40 * 512 + 512 * 512 + 512)
+    head = lambda width: (width + 1) * 256 + 3 * 257 * 256 + 257 * 8  # noqa: E731
+    assert demo.parameter_count("rmc", config) == rmc_core + head(8 * memory) == 1_329_160
+    assert demo.parameter_count("lstm", config) == lstm_core + head(512) == 1_463_304
+
+
+def test_model_answers_from_the_final_step_of_the_cell_unrolled_by_hand():
+    import jax
+
+    from gnkit.demos import nth_farthest as demo
+
+    config = demo.CONFIGS["tiny"]
+    model = demo.build_model("rmc", config)
+    inputs, targets = nth_farthest.sample(np.random.default_rng(4), 5)
+    params = model.init(jax.random.key(0), inputs)
+    cell, head = model.core, demo.MLP(tuple(config.mlp_features) + (8,))
+    memory = cell.initialize_carry(jax.random.key(1), inputs[:, 0].shape)
+    for t in range(8):
+        memory, output = cell.apply({"params": params["params"]["core"]}, memory,
+                                    inputs[:, t])
+    logits = head.apply({"params": params["params"]["mlp"]}, output)
+    np.testing.assert_allclose(model.apply(params, inputs), logits, rtol=1e-5, atol=1e-6)
+
+    loss, metrics = demo.loss_fn(model)(params, (inputs, targets))
+    shifted = np.asarray(logits, np.float64) - np.max(logits, axis=-1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    np.testing.assert_allclose(loss, -log_softmax[np.arange(5), targets].mean(), rtol=1e-5)
+    assert metrics["accuracy"] == np.mean(np.argmax(logits, -1) == targets)
+
+
+def test_cli_trains_and_evaluates_the_lstm_at_tiny_size(tmp_path, capsys):
+    import json
+
+    from gnkit.demos import nth_farthest as demo
+
+    run = tmp_path / "run"
+    args = ["--run-dir", str(run), "--no-progress", "--set", "models=lstm"]
+    assert demo.main(["train", "--config", "tiny", *args, "--json", str(tmp_path / "r.json")]) == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    lstm = results["models"]["lstm"]
+    assert lstm["updates"] == 4 and lstm["sequences"] == 32
+    assert lstm["curve"]["updates"] == [2, 4] and len(lstm["curve"]["accuracy"]) == 2
+    assert lstm["best_test_accuracy"] == max(lstm["curve"]["accuracy"])
+    assert (run / "curves.png").exists() and (run / "metrics_lstm.jsonl").exists()
+    assert "test accuracy on 16 held-out sequences" in capsys.readouterr().out
+    assert demo.main(["eval", "--run-dir", str(run), "--no-progress", "--json", "-"]) == 0
+    again = json.loads(capsys.readouterr().out.split("\n", 3)[-1])
+    assert again["models"]["lstm"]["test_accuracy"] == lstm["test_accuracy"]
+
+
+def test_cli_usage_errors_are_one_line(tmp_path, capsys):
+    from gnkit.demos import nth_farthest as demo
+
+    code = demo.main(["train", "--config", "tiny", "--run-dir", str(tmp_path / "r"),
+                      "--set", "models=rmc,rmc"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnkit nth-farthest: error: --set models=rmc,rmc") and "\n" not in err
+    assert not (tmp_path / "r").exists()
+    assert demo.main(["eval", "--run-dir", str(tmp_path / "none")]) == 2
+
+
+@pytest.mark.slow
+def test_cli_trains_both_models_at_tiny_size(tmp_path):
+    import json
+
+    from gnkit.demos import nth_farthest as demo
+
+    out = tmp_path / "r.json"
+    args = ["train", "--config", "tiny", "--run-dir", str(tmp_path / "run"), "--no-progress"]
+    assert demo.main([*args, "--json", str(out)]) == 0
+    models = json.loads(out.read_text())["models"]
+    assert set(models) == {"rmc", "lstm"}
+    assert all(entry["curve"]["updates"] == [2, 4] for entry in models.values())
