@@ -126,3 +126,97 @@ def test_accuracy_by_jumps_by_hand():
 def test_questions_in_words():
     assert pc.describe_question(True, 2, 3) == "marker of the object 3 jumps from the red one?"
     assert pc.answer_name(2) == "red" and pc.answer_name(8) == "'o'"
+
+
+# The demo: models and command line.
+
+
+def _demo_batch(scenes, num_questions=6):
+    from gnkit.demos import pretty_clevr as demo
+
+    questions = np.arange(0, 128 * 3, 128 * 3 // num_questions)[:num_questions] + 5
+    return demo.question_batch(scenes, questions)
+
+
+def test_scene_edges_are_all_ordered_pairs_sorted_by_receiver():
+    from gnkit.demos.pretty_clevr import scene_edges
+
+    senders, receivers = scene_edges(2)
+    assert len(senders) == 2 * 56
+    assert np.all(np.diff(receivers) >= 0) and np.all(np.bincount(receivers) == 7)
+    pairs = set(zip(senders.tolist(), receivers.tolist(), strict=True))
+    want = {(s + 8 * g, r + 8 * g) for g in range(2) for s in range(8) for r in range(8) if s != r}
+    assert pairs == want
+
+
+def test_question_features_by_hand():
+    from gnkit.demos.pretty_clevr import question_features
+
+    features = np.asarray(question_features(np.array([True, False]), np.array([2, 2]),
+                                            np.array([0, 7])))
+    assert features.shape == (2, 24)
+    assert np.flatnonzero(features[0]).tolist() == [2, 16]  # colour 2, 0 jumps
+    assert np.flatnonzero(features[1]).tolist() == [10, 23]  # marker 2 is symbol 10, 7 jumps
+
+
+@pytest.mark.parametrize("name", ["rrn", "rn", "mlp"])
+def test_models_do_not_depend_on_the_order_of_the_objects(scenes, name):
+    import dataclasses
+
+    import jax
+
+    from gnkit.demos import pretty_clevr as demo
+
+    config = dataclasses.replace(demo.CONFIGS["tiny"], hidden=8, steps=3)
+    model, steps = demo.build_model(name, config), demo.model_steps(name, config)
+    batch = _demo_batch(scenes)
+    params = model.init(jax.random.key(0), batch, steps)
+    order = np.random.default_rng(2).permutation(8)
+    permuted = dict(batch, **{k: batch[k][:, order] for k in ("positions", "colors", "markers")})
+    logits = model.apply(params, batch, steps)
+    assert logits.shape == (steps, 6, 16)
+    np.testing.assert_allclose(logits, model.apply(params, permuted, steps), rtol=1e-4, atol=1e-5)
+
+
+def test_cli_trains_and_evaluates_the_mlp_at_tiny_size(tmp_path, capsys):
+    import json
+
+    from gnkit.demos import pretty_clevr as demo
+
+    run = tmp_path / "run"
+    args = ["--run-dir", str(run), "--no-progress", "--set", "models=mlp"]
+    assert demo.main(["train", "--config", "tiny", *args, "--json", str(tmp_path / "r.json")]) == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    table = results["models"]["mlp"]["accuracy_by_jumps"]
+    assert len(table) == 1 and len(table[0]) == 8 and results["models"]["mlp"]["updates"] == 6
+    assert (run / "accuracy.png").exists() and (run / "scene.png").exists()
+    assert "test accuracy by number of jumps (4 scenes)" in capsys.readouterr().out
+    assert demo.main(["eval", "--run-dir", str(run), "--json", str(tmp_path / "e.json")]) == 0
+    again = json.loads((tmp_path / "e.json").read_text())
+    assert again["models"]["mlp"]["accuracy_by_jumps"] == table
+
+
+def test_cli_usage_errors_are_one_line(tmp_path, capsys):
+    from gnkit.demos import pretty_clevr as demo
+
+    code = demo.main(["train", "--config", "tiny", "--run-dir", str(tmp_path / "r"),
+                      "--set", "models=rrn,rrn"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnkit pretty-clevr: error: --set models=rrn,rrn") and "\n" not in err
+    assert not (tmp_path / "r").exists()
+    assert demo.main(["eval", "--run-dir", str(tmp_path / "none")]) == 2
+
+
+@pytest.mark.slow
+def test_cli_trains_all_three_models_at_tiny_size(tmp_path):
+    import json
+
+    from gnkit.demos import pretty_clevr as demo
+
+    out = tmp_path / "r.json"
+    args = ["train", "--config", "tiny", "--run-dir", str(tmp_path / "run"), "--no-progress"]
+    assert demo.main([*args, "--json", str(out)]) == 0
+    models = json.loads(out.read_text())["models"]
+    assert len(models["rrn"]["accuracy_by_jumps"]) == 3  # after each of the 3 steps
+    assert len(models["rn"]["accuracy_by_jumps"]) == len(models["mlp"]["accuracy_by_jumps"]) == 1
