@@ -11,6 +11,7 @@ _DEMOS = {
     "shortest-path": "gnkit.demos.shortest_path",
     "physics": "gnkit.demos.physics",
     "nth-farthest": "gnkit.demos.nth_farthest",
+    "pretty-clevr": "gnkit.demos.pretty_clevr",
 }
 
 
