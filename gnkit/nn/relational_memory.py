@@ -170,6 +170,11 @@ class RelationalMemory(nn.RNNCellBase):
         qkv = qkv.reshape(rows.shape[:2] + (self.num_heads, per_head))
         queries, keys = qkv[..., :key_size], qkv[..., key_size : 2 * key_size]
         values = qkv[..., 2 * key_size :]
+        return self._attend(queries, keys, values)
+
+    def _attend(self, queries: jax.Array, keys: jax.Array, values: jax.Array) -> jax.Array:
+        """Attention of every row over every row in the configured layout: `[B, R, H, D]`
+        queries and keys, `[B, R, H, Dv]` values -> `[B, R, H * Dv]`."""
         attend = dense_attention if self.attention == "dense" else complete_graph_attention
         return attend(queries, keys, values)
 
