@@ -240,9 +240,9 @@ def test_sort_cli_stops_on_sigint_with_one_line_and_resumes_exactly(tmp_path):
 # The README's table: each demo's command (default config, seed 0) and its numbers, measured
 # on the 2-core x86_64 CPU machine the README names. Runs are deterministic there; the
 # tolerances allow for other CPUs and XLA versions.
-README_SORT_SOLVED_8_16 = (None, 0.02)
-README_SHORTEST_PATH_RIGHT_8_16 = ({"node_accuracy": None, "edge_accuracy": None}, 0.01)
-README_PHYSICS_ROLLOUT_MSE = ({"4 masses": None, "9 masses": None}, 0.25)
+README_SORT_SOLVED_8_16 = (1.0, 0.02)
+README_SHORTEST_PATH_RIGHT_8_16 = ({"node_accuracy": 0.989, "edge_accuracy": 0.994}, 0.01)
+README_PHYSICS_ROLLOUT_MSE = {"4 masses": (0.079, 0.3), "9 masses": (0.279, 0.5)}  # relative
 
 
 def run_readme_command(main, run_dir) -> dict:
@@ -268,10 +268,10 @@ def test_shortest_path_readme_command_reproduces_its_numbers(tmp_path):
 
 @pytest.mark.slow
 def test_physics_readme_command_reproduces_its_numbers(tmp_path):
-    """Rollout errors compound, so the tolerance is relative (25%)."""
+    """Rollout errors compound (most on the longer, unseen chains), so the tolerances are
+    relative."""
     results = run_readme_command(physics.main, tmp_path)
-    expected, relative = README_PHYSICS_ROLLOUT_MSE
-    for chain, value in expected.items():
+    for chain, (value, relative) in README_PHYSICS_ROLLOUT_MSE.items():
         got = results["test"][chain]["rollout_position_mse"]
         assert abs(got - value) <= relative * value, chain
     assert (tmp_path / "trajectories.png").stat().st_size > 0
