@@ -214,21 +214,34 @@ def _scan(body, length: int):
 def _remat_block(length: int):
     """`length` rematerialised steps, themselves rematerialised as one block: in the backward
     pass only the block's input carry is kept; the block reruns forward keeping its `length`
-    step carries, then each step reruns for its own gradient. Outputs `[length, N, C]`.
-
-    The steps inside a block are unrolled rather than scanned: under `shard_map`, a scan nested
-    in a rematerialised function sees its initial carry without the device-varying type of the
-    carry it returns, which `lax.scan` rejects."""
-    step = nn.remat(_scan_body, prevent_cse=False)
+    step carries, then each step reruns for its own gradient. Outputs `[length, N, C]`."""
+    steps = _scan(nn.remat(_scan_body, prevent_cse=False), length)
 
     def block(module: RecurrentRelationalNetwork, carry, context):
-        outputs = []
-        for _ in range(length):
-            carry, out = step(module, carry, context)
-            outputs.append(out)
-        return carry, jnp.stack(outputs)
+        return steps(module, _varying_like(carry, context), context)
 
     return nn.remat(block, prevent_cse=False)
+
+
+def _varying_like(carry, context):
+    """`carry` marked as varying over every `shard_map` axis that `carry` or `context` varies
+    over. Inside `remat` the carry arrives without that type while the step's output has it,
+    and `lax.scan` needs the two to match. Outside `shard_map` it returns `carry` unchanged."""
+    leaves = jax.tree.leaves((carry, context))
+    axes = frozenset().union(*(_varying_axes(leaf) for leaf in leaves))
+
+    def mark(leaf):
+        missing = tuple(sorted(axes - _varying_axes(leaf)))
+        return jax.lax.pcast(leaf, missing, to="varying") if missing else leaf
+
+    return jax.tree.map(mark, carry)
+
+
+def _varying_axes(leaf) -> frozenset:
+    """The `shard_map` axes `leaf` varies over (`aval.vma` before JAX 0.10)."""
+    aval = jax.typeof(leaf)
+    varying = getattr(aval, "vma", None)
+    return frozenset(aval.manual_axis_type.varying if varying is None else varying)
 
 
 def _default_block_size(num_steps: int) -> int:
