@@ -1,0 +1,120 @@
+"""`gnkit sudoku VERB`: the demo's verbs and their own flags on the shared demo framework."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from gnkit import experiments
+from gnkit.demos.sudoku.config import CONFIGS
+from gnkit.demos.sudoku.data import DATA_HELP
+from gnkit.demos.sudoku.model_files import PRETRAINED
+from gnkit.demos.sudoku.recipe import train
+from gnkit.demos.sudoku.verbs import curves, demo, evaluate, export_model, solve
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def givens_levels(text: str) -> list[int]:
+    """`--valid-givens 20,30` as `[20, 30]`."""
+    try:
+        return [int(level) for level in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+
+
+def _model_flags(parser: argparse.ArgumentParser, steps: bool = True) -> None:
+    parser.add_argument(
+        "--checkpoint", default=PRETRAINED, help="'pretrained', a run or an export directory"
+    )
+    if steps:
+        parser.add_argument("--steps", type=positive_int, default=64, help="message-passing steps")
+
+
+def _eval_flags(parser: argparse.ArgumentParser) -> None:
+    _model_flags(parser)
+    parser.add_argument("--data", default="rrn_valid_slice", help=f"{DATA_HELP} (%(default)s)")
+    parser.add_argument("--per-level", type=positive_int, help="first N puzzles of each level")
+
+
+def _demo_flags(parser: argparse.ArgumentParser) -> None:
+    _model_flags(parser)
+    parser.add_argument("--data", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
+    parser.add_argument("--per-level", type=positive_int, default=20, help="puzzles per level")
+
+
+def _solve_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("puzzle", help="81 characters, ASCII digits, 0 or . for blanks")
+    _model_flags(parser)
+
+
+def _export_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from", dest="source", required=True, help="a train --run-dir")
+    parser.add_argument("--to", dest="target", required=True, help="a directory outside gnkit")
+
+
+def _curves_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", action="append", required=True, metavar="NAME=RUN_DIR")
+
+
+def _train_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--updates", type=positive_int, help="stop after N updates (schedule: config updates)"
+    )
+    parser.add_argument("--pool", default="royle17_train_pool", help=f"{DATA_HELP} (%(default)s)")
+    parser.add_argument("--valid", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
+    parser.add_argument("--valid-per-level", type=positive_int, default=30)
+    parser.add_argument("--valid-givens", type=givens_levels, help="levels to validate on: 20,30")
+    parser.add_argument("--valid-steps", type=positive_int, help="default: config eval_steps")
+    parser.add_argument("--eval-every-min", type=positive_float, default=10.0)
+    parser.add_argument("--checkpoint-every-min", type=positive_float, default=5.0)
+    parser.add_argument("--log-every", type=positive_int, default=50)
+
+
+DEMO = experiments.Demo(
+    "sudoku",
+    "Sudoku with a recurrent relational network: train, evaluate, solve, demo.",
+    presets=CONFIGS,
+    default_preset="cpu",
+    verbs=[
+        experiments.Verb("demo", demo, "evaluate the shipped model and solve one puzzle", None,
+                         _demo_flags),
+        experiments.Verb("train", train, "train an RRN (resumes from --run-dir)",
+                         add_flags=_train_flags),
+        experiments.Verb("eval", evaluate, "accuracy per givens level and per step", None,
+                         _eval_flags),
+        experiments.Verb("solve", solve, "solve one puzzle and show how the beliefs settle", None,
+                         _solve_flags),
+        experiments.Verb("export", export_model, "copy a run's best checkpoint as a model", None,
+                         _export_flags),
+        experiments.Verb("curves", curves, "validation accuracy vs CPU-minutes of runs", None,
+                         _curves_flags),
+    ],
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m gnkit.demos.sudoku VERB ...` and `gnkit sudoku VERB ...`; the exit status."""
+    return experiments.run(DEMO, argv)
