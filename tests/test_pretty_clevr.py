@@ -220,3 +220,42 @@ def test_cli_trains_all_three_models_at_tiny_size(tmp_path):
     models = json.loads(out.read_text())["models"]
     assert len(models["rrn"]["accuracy_by_jumps"]) == 3  # after each of the 3 steps
     assert len(models["rn"]["accuracy_by_jumps"]) == len(models["mlp"]["accuracy_by_jumps"]) == 1
+
+
+def test_question_index_finds_each_question(scenes):
+    rng = np.random.default_rng(3)
+    scene, start, jumps = rng.integers(0, 40, 50), rng.integers(0, 8, 50), rng.integers(0, 8, 50)
+    by_color = rng.integers(0, 2, 50).astype(bool)
+    q = pc.question_index(scene, start, jumps, by_color)
+    np.testing.assert_array_equal(scenes["scene"][q], scene)
+    np.testing.assert_array_equal(scenes["jumps"][q], jumps)
+    np.testing.assert_array_equal(scenes["anchor_is_color"][q], by_color)
+    own = np.where(by_color, scenes["colors"][scene, start], scenes["markers"][scene, start])
+    np.testing.assert_array_equal(scenes["anchor"][q], own)
+
+
+def test_curriculum_raises_the_jumps_asked():
+    import dataclasses
+
+    from gnkit.demos import pretty_clevr as demo
+
+    config = dataclasses.replace(demo.CONFIGS["tiny"], updates=80, curriculum=0.5)
+    assert [demo.max_jumps(config, s) for s in (0, 4, 5, 10, 39, 40, 79)] == [0, 0, 1, 2, 7, 7, 7]
+    assert demo.max_jumps(dataclasses.replace(config, curriculum=0.0), 0) == 7
+    train = pc.generate(np.random.default_rng(1), 5)
+    assert np.all(demo.make_batch(config, train)(0)["jumps"] == 0)
+    assert np.all(demo.make_batch(config, train)(12)["jumps"] <= 2)
+
+
+def test_anchor_indicator_marks_the_named_object():
+    from gnkit.demos.pretty_clevr import anchor_indicator
+
+    batch = {
+        "positions": np.zeros((2, 8, 2), np.float32),
+        "colors": np.array([[3, 1, 2, 0, 4, 5, 6, 7]] * 2),
+        "markers": np.array([[0, 1, 2, 3, 4, 5, 6, 7]] * 2),
+        "anchor_is_color": np.array([True, False]),
+        "anchor": np.array([0, 0]),
+    }
+    got = np.asarray(anchor_indicator(batch))
+    assert np.flatnonzero(got[0]).tolist() == [3] and np.flatnonzero(got[1]).tolist() == [0]

@@ -1,7 +1,10 @@
 """Pretty-CLEVR: an RRN answers n-jump questions after n steps; a relation network and an MLP fail.
 
 The diagnostic of Palm et al. (2018), on state descriptions (see `gnkit.tasks.pretty_clevr`).
-Three models answer the same questions (one of 16 symbols):
+Every object is `[position, one-hot colour, one-hot marker]`; the question is the one-hot anchor
+symbol and the one-hot number of jumps, and each object is also told whether it is the anchor
+(`anchor_indicator`: its colour or marker is the one named), which the paper's models had to learn
+to compute themselves. Three models answer with one of 16 symbols:
 
 - `rrn`: `nn.RecurrentRelationalNetwork` on the fully connected 8-object graph of a scene (edge
   feature: the distance of the two objects), the question embedded into every node; at every
@@ -9,8 +12,12 @@ Three models answer the same questions (one of 16 symbols):
   the mean over the steps. Trained with `steps` steps (8) and evaluated after each step 1..8.
 - `rn`: `nn.RelationNetwork`, one relational step: `g` over the 64 ordered object pairs with the
   question, summed, then `f` (dense layout).
-- `mlp`: an MLP over the whole object table (objects in marker order: colours, positions, all
-  pairwise distances) and the question.
+- `mlp`: an MLP over the whole object table (objects in marker order: colours, anchor flags,
+  positions, all pairwise distances) and the question.
+
+Training draws questions uniformly with a curriculum: the most jumps asked rises from 0 to 7 over
+the first `curriculum` fraction of the updates (`max_jumps`); without it none of the three models
+left chance level within a few thousand updates here (one-hot pointers are slow to learn).
 
 `gnkit pretty-clevr train` trains each model of `models` in turn in one run directory
 (resumable), evaluates on the test scenes (accuracy per number of jumps; per step for the RRN),
@@ -54,8 +61,8 @@ PAPER = {
 class PrettyClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
-    models: tuple[ModelName, ...] = setting(("rrn", "rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(6_000, minimum=1, help="optimiser steps per model")
+    models: tuple[ModelName, ...] = setting(("mlp", "rn", "rrn"), help="models to train, in turn")
+    updates: int = setting(8_000, minimum=1, help="optimiser steps per model")
     steps: int = setting(8, minimum=1, help="RRN message-passing steps in training")
     batch_size: int = setting(128, minimum=1, help="questions per update")
     hidden: int = setting(96, minimum=1, help="width of every layer")
@@ -65,6 +72,9 @@ class PrettyClevrConfig:
     test_scenes: int = setting(1_000, minimum=1)
     monitor_scenes: int = setting(100, minimum=1, help="validation scenes used during training")
     eval_every_updates: int = setting(1_000, minimum=1)
+    curriculum: float = setting(
+        0.5, minimum=0.0, help="fraction of updates over which the jumps asked rise from 0 to 7"
+    )
     augment: bool = True
     seed: int = 0
 
@@ -114,6 +124,13 @@ def question_features(anchor_is_color: jax.Array, anchor: jax.Array, jumps: jax.
     )
 
 
+def anchor_indicator(batch: dict[str, jax.Array]) -> jax.Array:
+    """1.0 for the object the question names (its colour, or marker, is the anchor), else 0.0:
+    `[B, 8]`. Jittable."""
+    own = jnp.where(batch["anchor_is_color"][:, None], batch["colors"], batch["markers"])
+    return (own == batch["anchor"][:, None]).astype(batch["positions"].dtype)
+
+
 def scene_edges(num_scenes: int) -> tuple[np.ndarray, np.ndarray]:
     """Senders and receivers of `num_scenes` fully connected 8-object graphs without self-edges,
     sorted by receiver (7 each): int32 `[num_scenes * 56]` each. Host."""
@@ -139,7 +156,8 @@ class PrettyRRN(nn.Module):
         question = jnp.broadcast_to(
             question[:, None], (num_scenes, task.NUM_OBJECTS, question.shape[-1])
         )
-        nodes = jnp.concatenate([objects, question], -1).reshape(num_scenes * task.NUM_OBJECTS, -1)
+        nodes = jnp.concatenate([objects, question, anchor_indicator(batch)[..., None]], -1)
+        nodes = nodes.reshape(num_scenes * task.NUM_OBJECTS, -1)
         senders, receivers = scene_edges(num_scenes)
         positions = batch["positions"].reshape(-1, 2)
         distances = jnp.linalg.norm(positions[senders] - positions[receivers], axis=-1)
@@ -174,6 +192,7 @@ class PrettyRN(nn.Module):
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array], num_steps: int = 1) -> jax.Array:
         objects = object_features(batch["positions"], batch["colors"], batch["markers"])
+        objects = jnp.concatenate([objects, anchor_indicator(batch)[..., None]], -1)
         question = question_features(batch["anchor_is_color"], batch["anchor"], batch["jumps"])
         network = RelationNetwork(
             pair_features=(self.hidden,) * 4,
@@ -194,11 +213,13 @@ class PrettyMLP(nn.Module):
         order = jnp.argsort(batch["markers"], axis=1)
         positions = jnp.take_along_axis(batch["positions"], order[..., None], axis=1)
         colors = jnp.take_along_axis(batch["colors"], order, axis=1)
+        is_anchor = jnp.take_along_axis(anchor_indicator(batch), order, axis=1)
         distances = jnp.linalg.norm(positions[:, :, None] - positions[:, None], axis=-1)
         num_scenes = positions.shape[0]
         table = jnp.concatenate(
             [
                 jax.nn.one_hot(colors, task.NUM_OBJECTS).reshape(num_scenes, -1),
+                is_anchor,
                 positions.reshape(num_scenes, -1),
                 distances.reshape(num_scenes, -1),
                 question_features(batch["anchor_is_color"], batch["anchor"], batch["jumps"]),
@@ -240,15 +261,31 @@ def question_batch(data: dict[str, np.ndarray], questions: np.ndarray, positions
     }
 
 
+def max_jumps(config: PrettyClevrConfig, step: int) -> int:
+    """The most jumps a training question asks at update `step`: rises linearly from 0 to 7 over
+    the first `curriculum` fraction of the updates (always 7 with `curriculum=0`)."""
+    ramp = config.curriculum * config.updates
+    if step >= ramp:
+        return task.NUM_JUMPS - 1
+    return int(task.NUM_JUMPS * step / ramp)
+
+
 def make_batch(config: PrettyClevrConfig, train: dict[str, np.ndarray]) -> Callable[[int], dict]:
-    """`step -> batch`: `batch_size` questions drawn uniformly, positions augmented (random scale
-    and rotation) unless `config.augment` is off. A pure function of the step, so a resumed run
-    sees the same batches. Host."""
-    num_questions = len(train["scene"])
+    """`step -> batch`: `batch_size` questions drawn uniformly among those asking at most
+    `max_jumps(config, step)` jumps, positions augmented (random scale and rotation) unless
+    `config.augment` is off. A pure function of the step, so a resumed run sees the same batches.
+    Host."""
+    num_scenes = len(train["positions"])
 
     def batch(step: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng([config.seed, 1_000, step])
-        questions = rng.integers(0, num_questions, size=config.batch_size)
+        size = config.batch_size
+        questions = task.question_index(
+            rng.integers(0, num_scenes, size),
+            rng.integers(0, task.NUM_OBJECTS, size),
+            rng.integers(0, max_jumps(config, step) + 1, size),
+            rng.integers(0, 2, size).astype(bool),
+        )
         positions = train["positions"][train["scene"][questions]]
         if config.augment:
             positions = task.augment(rng, positions)

@@ -73,9 +73,22 @@ def greedy_paths(positions: np.ndarray) -> np.ndarray:
     return paths
 
 
+def question_index(scene, start, jumps, anchor_is_color) -> np.ndarray:
+    """Where `generate` puts the question about the path from object `start` of `scene` after
+    `jumps` jumps (anchor given by colour or by marker): `128 scene + 16 start + 2 jumps + (0 by
+    colour, 1 by marker)`. Arguments broadcast; returns int64. Host."""
+    kind = 1 - np.asarray(anchor_is_color, np.int64)
+    return (
+        QUESTIONS_PER_SCENE * np.asarray(scene, np.int64)
+        + 2 * NUM_JUMPS * np.asarray(start, np.int64)
+        + 2 * np.asarray(jumps, np.int64)
+        + kind
+    )
+
+
 def _question_layout() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start object, jumps and anchor kind of a scene's 128 questions, each `[128]`, in the order
-    start (slowest), jumps, then anchor by colour before anchor by marker."""
+    of `question_index`."""
     start, jumps, by_color = np.meshgrid(
         np.arange(NUM_OBJECTS), np.arange(NUM_JUMPS), [True, False], indexing="ij"
     )
