@@ -154,6 +154,16 @@ def get_aggregator(aggregator: str | Aggregator) -> Aggregator:
     """The aggregator named `aggregator` ('sum', 'mean', 'max', 'min', 'var', 'std', 'softmax').
 
     A callable is returned unchanged, so every argument that takes an aggregator takes either.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from gnkit import aggregators
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> segment_ids = jnp.array([0, 0, 1, 1, 2])
+        >>> print(aggregators.get_aggregator("max")(data, segment_ids, 4))
+        [2. 4. 5. 0.]
+        >>> print(aggregators.get_aggregator("mean")(data, segment_ids, 4))
+        [1.5 3.5 5.  0. ]
     """
     if callable(aggregator):
         return aggregator

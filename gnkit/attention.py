@@ -194,6 +194,22 @@ def gat(
     inside `gnkit.parallel.edge_sharded`. There every device would append its own copy of the
     self-edges, so `add_self_edges=True` raises a `ValueError`: add them to the graph's edge
     list before sharding it instead.
+
+    Example:
+        Constant logits give uniform weights: node 2, which hears from nodes 0 and 1, gets their
+        mean; node 0 hears from no one and gets 0 (the safe softmax):
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=jnp.array([[1.0], [2.0], [3.0]]), edges=None, senders=jnp.array([0, 1, 0]),
+        ...     receivers=jnp.array([1, 2, 2]), globals=None, n_node=jnp.array([3]),
+        ...     n_edge=jnp.array([3]))
+        >>> def zeros(z):  # per-head node table [N, H, D] -> scores [N, H]
+        ...     return jnp.zeros(z.shape[:2])
+        >>> layer = gn.gat(lambda x: x, sender_logit_fn=zeros, receiver_logit_fn=zeros)
+        >>> print(layer(graph).nodes[:, 0])
+        [0.  1.  1.5]
     """
     _check_combine(combine_heads)
     split_logits = sender_logit_fn is not None or receiver_logit_fn is not None

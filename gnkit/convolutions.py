@@ -110,6 +110,19 @@ def gcn(
     `[E, F]` messages and counts the degrees (and, for `'pyg'`, each node's self-edges). The
     self-edge term is added after the reduction, so `add_self_edges` stays correct with edges
     sharded over devices.
+
+    Example:
+        On the path 0 -> 1 -> 2 without self-edges every degree is 0 or 1, so each node receives
+        its sender's features unscaled (node 0 receives nothing):
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=jnp.array([[1.0], [2.0], [3.0]]), edges=jnp.array([[10.0], [20.0]]),
+        ...     senders=jnp.array([0, 1]), receivers=jnp.array([1, 2]), globals=jnp.array([[0.5]]),
+        ...     n_node=jnp.array([3]), n_edge=jnp.array([2]))
+        >>> print(gn.gcn(lambda x: x, add_self_edges=False)(graph).nodes[:, 0])
+        [0. 1. 2.]
     """
     if convention not in _GCN_CONVENTIONS:
         raise ValueError(f"gcn: convention must be one of {_GCN_CONVENTIONS}, got {convention!r}.")

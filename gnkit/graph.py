@@ -32,6 +32,19 @@ class GraphsTuple(NamedTuple):
 
     Nodes of graph `i` occupy the rows `sum(n_node[:i]) .. sum(n_node[:i+1]) - 1`; edges likewise.
     It is a pytree (a NamedTuple), so it passes through `jit`, `vmap`, `grad` and `tree_map`.
+
+    Example:
+        A batch of two graphs: a 2-node graph with one edge 0 -> 1, and a 1-node graph with a
+        self-edge (node 2, the first node of the second graph):
+
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.array([[1.0], [2.0], [3.0]]), edges=np.array([[0.5], [0.1]]),
+        ...     senders=np.array([0, 2]), receivers=np.array([1, 2]), globals=None,
+        ...     n_node=np.array([2, 1]), n_edge=np.array([1, 1]))
+        >>> gn.num_graphs(graph), gn.num_nodes(graph), gn.num_edges(graph)
+        (2, 3, 2)
     """
 
     nodes: ArrayTree | None
@@ -72,6 +85,14 @@ def node_graph_index(graph: GraphsTuple) -> jax.Array:
     """The graph each node belongs to: int `[N]`, sorted. Jittable (N is static).
 
     Rows past `sum(n_node)` (which a valid graph has none of) get the last graph index.
+
+    Example:
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(nodes=np.zeros((5, 1)), edges=None, senders=None,
+        ...     receivers=None, globals=None, n_node=np.array([2, 3]), n_edge=np.array([0, 0]))
+        >>> print(gn.node_graph_index(graph))
+        [0 0 1 1 1]
     """
     n_graph = num_graphs(graph)
     return jnp.repeat(

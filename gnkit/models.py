@@ -133,6 +133,22 @@ def GraphNetwork(
     each node's outgoing and incoming edges; `globals = update_global_fn(nodes_agg, edges_agg,
     globals)` with per-graph reductions. A None update skips its stage; None fields a stage only
     passes along reach the callbacks as None, as in jraph. Jittable.
+
+    Example:
+        The network of `gnkit.graph_network`'s example with jraph's positional callbacks:
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=jnp.array([[1.0], [2.0], [3.0]]), edges=jnp.array([[10.0], [20.0]]),
+        ...     senders=jnp.array([0, 1]), receivers=jnp.array([1, 2]), globals=jnp.array([[0.5]]),
+        ...     n_node=jnp.array([3]), n_edge=jnp.array([2]))
+        >>> network = gn.GraphNetwork(
+        ...     update_edge_fn=lambda edges, sent, received, globals_: sent * edges,
+        ...     update_node_fn=lambda nodes, sent, received, globals_: nodes + received,
+        ...     update_global_fn=lambda nodes, edges, globals_: nodes + edges)
+        >>> print(network(graph).globals)
+        [[106.]]
     """
     if (attention_logit_fn is None) != (attention_reduce_fn is None):
         raise ValueError("attention_logit_fn and attention_reduce_fn must both be supplied.")

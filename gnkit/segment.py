@@ -104,6 +104,13 @@ def segment_sum(
 
     `jax.ops.segment_sum`, as in jraph. `indices_are_sorted=True` promises sorted ids (receiver-
     sorted edges, graph index vectors) and lets XLA use a faster scatter.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> print(gn.segment_sum(data, jnp.array([0, 0, 1, 1, 2]), num_segments=4))
+        [3. 7. 5. 0.]
     """
     return jax.ops.segment_sum(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -118,6 +125,13 @@ def segment_mean(
     """Mean of each segment: `[E, ...]` -> `[S, ...]`, 0 for an empty segment. Jittable.
 
     Sum divided by `max(count, 1)`, as jraph; integer data gives a float mean.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> print(gn.segment_mean(data, jnp.array([0, 0, 1, 1, 2]), num_segments=4))
+        [1.5 3.5 5.  0. ]
     """
     means, _ = _mean_and_count(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
     return means
@@ -134,6 +148,15 @@ def segment_max(
 
     An empty segment gives the dtype's lowest value (`-inf` for floats), as jraph; use
     `safe_segment_max` where that value could reach a loss or a gradient.
+
+    Example:
+        The fourth segment is empty:
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> print(gn.segment_max(data, jnp.array([0, 0, 1, 1, 2]), num_segments=4))
+        [  2.   4.   5. -inf]
     """
     return jax.ops.segment_max(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -237,6 +260,13 @@ def segment_softmax(
 
     jraph's semantics: shifted by the segment maximum, no mask; a segment whose logits are all
     `-inf` gives NaN. `safe_segment_softmax` gives zeros there instead.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> logits = jnp.array([0.0, 0.0, 1.0, 1.0, 5.0])
+        >>> print(gn.segment_softmax(logits, jnp.array([0, 0, 1, 1, 2]), num_segments=3))
+        [0.5 0.5 0.5 0.5 1. ]
     """
     maxima = segment_max(logits, segment_ids, num_segments, indices_are_sorted, unique_indices)
     exps = jnp.exp(logits - _gather(maxima, segment_ids, indices_are_sorted))
@@ -320,6 +350,15 @@ def safe_segment_max(
     That covers empty segments and also segments whose elements are all `-inf` (e.g. fully masked
     scores). Those rows get a zero gradient; the others get the gradient of the maximum (split
     evenly between ties).
+
+    Example:
+        The fourth segment is empty; `segment_max` would give `-inf` there:
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> print(gn.safe_segment_max(data, jnp.array([0, 0, 1, 1, 2]), num_segments=4))
+        [2. 4. 5. 0.]
     """
     maxima = segment_max(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
     empty = maxima == _lowest(maxima.dtype)

@@ -216,6 +216,18 @@ def validate(graph: GraphsTuple, *, check_finite: bool = False) -> GraphsTuple:
     graph the edge belongs to; every leaf of a feature tree an array with the same leading size,
     `globals` with one row per graph; with `check_finite=True`, no NaN or inf in float features.
     Host-only (reads values with NumPy).
+
+    Example:
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.zeros((3, 1)), edges=None, senders=np.array([0, 3]),
+        ...     receivers=np.array([1, 2]), globals=None, n_node=np.array([3]),
+        ...     n_edge=np.array([2]))
+        >>> gn.validate(graph)
+        Traceback (most recent call last):
+        ...
+        ValueError: graph.senders must be < the number of nodes (3); found maximum 3.
     """
     _check_static(graph, "validate")
     host_graph = jax.tree_util.tree_map(np.asarray, graph)

@@ -38,6 +38,18 @@ class BucketPolicy:
     For batch sizes spread evenly on a log scale, padded / real is `(growth - 1) / ln(growth)`
     on average (1.32 for growth 1.7): a smaller `growth` pads less and compiles more often.
     `benchmarks/bucketing.py` measures compiles and padding on a stream of random batches.
+
+    Example:
+        With the defaults, a batch of 17 nodes, 16 edges and 3 graphs fits rung 0 (64 nodes, 128
+        edges, 4 graphs); 100 nodes need rung 1, `ceil(64 * 1.7) = 109` nodes, and the edges and
+        graphs climb with them (`ceil(128 * 1.7) = 218`, `ceil(4 * 1.7) = 7`):
+
+        >>> import gnkit as gn
+        >>> policy = gn.BucketPolicy()
+        >>> policy.round(n_node=17, n_edge=16, n_graph=3)
+        (64, 128, 4)
+        >>> policy.round(n_node=100, n_edge=100, n_graph=3)
+        (109, 218, 7)
     """
 
     growth: float = 1.7

@@ -53,6 +53,24 @@ def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int =
     `n_node > sum(n_node)`, `n_edge >= sum(n_edge)`, `n_graph > len(n_node)` and `n_graph >= 2`;
     raises `ValueError` for `n_graph < 2` and `RuntimeError` when the graph is too large (both
     messages start with jraph's text).
+
+    Example:
+        One graph of 3 nodes and 2 edges, padded to 5 nodes, 4 edges and 3 graphs: the padding
+        graph takes 2 nodes and 2 edges (from and to node 3), an empty graph fills the last slot.
+
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.zeros((3, 1)), edges=np.zeros((2, 1)), senders=np.array([0, 1]),
+        ...     receivers=np.array([1, 2]), globals=np.zeros((1, 1)), n_node=np.array([3]),
+        ...     n_edge=np.array([2]))
+        >>> padded = gn.pad_with_graphs(graph, n_node=5, n_edge=4, n_graph=3)
+        >>> padded.n_node, padded.n_edge
+        (array([3, 2, 0]), array([2, 2, 0]))
+        >>> padded.senders, padded.receivers
+        (array([0, 1, 3, 3]), array([1, 2, 3, 3]))
+        >>> padded.nodes.shape, padded.globals.shape
+        ((5, 1), (3, 1))
     """
     if n_graph < 2:
         raise ValueError(
@@ -140,6 +158,16 @@ def unpad_with_graphs(padded_graph: GraphsTuple) -> GraphsTuple:
     The padding counts are read on the host; every field is then sliced, so NumPy inputs give
     NumPy outputs and `jnp` inputs `jnp` outputs. Not jittable (the output shape depends on
     `n_node`).
+
+    Example:
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.zeros((3, 1)), edges=np.zeros((2, 1)), senders=np.array([0, 1]),
+        ...     receivers=np.array([1, 2]), globals=np.zeros((1, 1)), n_node=np.array([3]),
+        ...     n_edge=np.array([2]))
+        >>> gn.unpad_with_graphs(gn.pad_with_graphs(graph, 5, 4, 3)).n_node
+        array([3])
     """
     pad_graphs, pad_nodes, pad_edges = _host_padding_counts(padded_graph)
     n_graph = num_graphs(padded_graph) - int(pad_graphs)
@@ -191,6 +219,18 @@ def get_node_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
     For a graph padded by `pad_with_graphs`. `N` is read from the node features; without node
     features it is `sum(n_node)`, which needs concrete (non-traced) `n_node`. With concrete
     `n_node` / `n_edge` the masks are computed in NumPy (no compile per shape).
+
+    Example:
+        3 real nodes padded to 5:
+
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.zeros((3, 1)), edges=np.zeros((2, 1)), senders=np.array([0, 1]),
+        ...     receivers=np.array([1, 2]), globals=None, n_node=np.array([3]),
+        ...     n_edge=np.array([2]))
+        >>> print(gn.get_node_padding_mask(gn.pad_with_graphs(graph, n_node=5, n_edge=4)))
+        [ True  True  True False False]
     """
     return _leading_mask(padded_graph, 1, _static_node_count(padded_graph))
 
@@ -200,6 +240,16 @@ def get_edge_padding_mask(padded_graph: GraphsTuple) -> jax.Array:
 
     For a graph padded by `pad_with_graphs`. `E` is read from senders, receivers or edge
     features, whichever is present.
+
+    Example:
+        >>> import numpy as np
+        >>> import gnkit as gn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=np.zeros((3, 1)), edges=None, senders=np.array([0, 1]),
+        ...     receivers=np.array([1, 2]), globals=None, n_node=np.array([3]),
+        ...     n_edge=np.array([2]))
+        >>> print(gn.get_edge_padding_mask(gn.pad_with_graphs(graph, n_node=5, n_edge=4)))
+        [ True  True False False]
     """
     return _leading_mask(padded_graph, 2, num_edges(padded_graph))
 
