@@ -1,39 +1,46 @@
-"""A small training loop shared by the demos: progress bar, periodic evaluation, checkpoints.
+"""Training pieces, each usable alone, and `fit`, the loop that combines them. Host driver.
 
-`fit` drives a jitted `train_step` over batches that are a pure function of the step number, so a
-run that is stopped (Ctrl-C, SIGTERM, a killed machine) and restarted from its last checkpoint
-continues exactly where it stopped: same parameters, same optimiser state, same next batch.
+- `TrainingState`: parameters, optimiser state, step, accumulated CPU / wall seconds and the best
+  evaluation score: everything an exact resume needs.
+- Checkpoints: `save_checkpoint` (atomic), `load_checkpoint`, `checkpoint_steps`,
+  `latest_checkpoint`, `prune_checkpoints` (keep the last K) and `resume_or` (the newest readable
+  checkpoint, or a fresh state).
+- `Every`: a schedule by steps and / or seconds (periodic evaluation, periodic saving).
+- `MetricsWriter`: a JSON-lines metrics file that stays consistent with the checkpoint a run
+  resumes from (`drop_metrics_after`, `read_metrics`).
+- `RunClock`: process CPU and wall seconds accumulated over resumes.
+- Progress: `gnkit.progress.ProgressBar`.
+- Stopping: `StopRequest`, `TrainingStopped`, and `stop_on_signals()` for command-line entry
+  points (the only function here that touches process state: signal handlers, restored on exit).
 
-Checkpoints are one file per save, `checkpoint_<step>.msgpack`, holding the whole `TrainState`
-serialised with `flax.serialization` and written atomically (temporary file, then `os.replace`),
-so a kill during a save never leaves a torn checkpoint. The last `keep` are kept, and `best.msgpack`
-holds the state with the best evaluation score (the latest of equal scores: a saturated score,
-such as 100% of a small validation set solved, then picks the most trained state).
-(orbax-checkpoint was the other option; its asynchronous managers add threads and directories
-that a kill can leave half-written, and a flat msgpack file is all a single-host demo needs.)
-A checkpoint that cannot be read (a damaged disk, a copy cut short) is named in a warning, set
-aside, and `resume_or` resumes from the one before.
+`fit` drives a `train_step` over batches that are a pure function of the step number, so a run
+that is stopped (Ctrl-C, SIGTERM, a killed machine) and restarted from its last checkpoint
+continues exactly where it stopped: same parameters, optimiser state and next batch. Its
+`parallel` argument is a `gnkit.parallel` strategy (or a mode name): parameters stay replicated
+on the devices during training, and evaluation and checkpoints get one host copy, so a
+checkpoint resumes in any mode.
 
-Metrics go to a JSON-lines file, one record per evaluation and per log interval, each with the
-step, puzzles (examples) seen, process CPU-minutes and wall-minutes accumulated over all resumes.
-The file always matches the checkpoint a run resumes from: on resume, records of steps after the
-checkpoint (logged before a kill) are dropped, and a stopped run logs its partial interval before
-its last save, so each step's record appears once, in order.
+Checkpoint format. One file per save, `checkpoint_<step>.msgpack`, the whole `TrainingState`
+serialised with `flax.serialization`, written to a temporary file, fsynced and renamed, so a kill
+never leaves a torn checkpoint; `best.msgpack` holds the best-scoring state (the latest of equal
+scores, so a saturated score picks the most trained state). orbax-checkpoint, the ecosystem's
+standard, was considered and not adopted: its strengths (saving sharded arrays from many hosts
+without gathering them, asynchronous saves) matter for states that do not fit on one host, while
+gnkit's demos hold small replicated states; a flat file needs no extra dependency and no
+background threads, is one rename to commit, and keeps every existing run and the shipped
+pretrained checkpoint readable. A state sharded over hosts is the point to move to orbax.
+A checkpoint that cannot be read is named in a warning, set aside, and `resume_or` resumes from
+the one before.
 
-Stopping is cooperative: `fit` checks a `should_stop` flag between steps, saves, logs and raises
-`TrainingStopped`. It installs no signal handler itself, so it runs in any thread and in a
-notebook; a command-line entry point wraps the call in `stop_on_signals()`, whose SIGINT / SIGTERM
-handlers only set that flag (and the exit status to report: 130 for SIGINT, 143 for SIGTERM).
-
-Host-side loop; the step function is whatever the caller jits. With `mode='pmap'` or `'mesh'`
-(see `gnkit.parallel`) `fit` keeps the parameters and optimiser state replicated on the devices
-during training and hands host copies to evaluation and checkpoints, so the same checkpoint
-resumes in any mode.
+Stopping is cooperative: `fit` checks `should_stop` between steps, logs the partial interval,
+saves and raises `TrainingStopped` (whose `exit_code` is 130 for SIGINT, 143 for SIGTERM). It
+installs no signal handler, so it runs in any thread and in a notebook.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -50,17 +57,20 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from gnkit import parallel
-from gnkit.parallel.placement import check_mode
+from gnkit import parallel as data_parallelism
 from gnkit.progress import ProgressBar
 
 _CHECKPOINT_PREFIX = "checkpoint_"
 _UNREADABLE_SUFFIX = ".unreadable"
+BEST_CHECKPOINT = "best.msgpack"
 
 
 @flax.struct.dataclass
-class TrainState:
-    """Everything a resumed run needs: parameters, optimiser state, counters, the best score."""
+class TrainingState:
+    """Everything a resumed run needs: parameters, optimiser state, counters, the best score.
+
+    Not `flax.training.train_state.TrainState`: no apply function or optimiser inside, so it
+    serialises as plain data and one state works with any step function."""
 
     params: Any
     opt_state: Any
@@ -70,8 +80,22 @@ class TrainState:
     best_score: float = -np.inf
 
 
+def __getattr__(name: str) -> Any:
+    if name == "TrainState":
+        warnings.warn(
+            "gnkit.train.TrainState is deprecated; use gnkit.train.TrainingState",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TrainingState
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read into the expected `TrainState`."""
+    """A checkpoint file that cannot be read into the expected `TrainingState`."""
+
+
+# Stopping.
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -79,9 +103,8 @@ class TrainingStopped(KeyboardInterrupt):
 
     `step` is the step saved, `checkpoint` the file written (None without a checkpoint
     directory), `signal_number` the signal that asked for the stop (None if code did), and
-    `exit_code` the status a command should exit with: 128 + the signal (130 for SIGINT, 143 for
-    SIGTERM), 130 when no signal is known. A KeyboardInterrupt, so `except KeyboardInterrupt`
-    catches it too.
+    `exit_code` the status a command should exit with (`exit_status`). A KeyboardInterrupt, so
+    `except KeyboardInterrupt` catches it too.
     """
 
     def __init__(self, step: int, checkpoint: Path | None, signal_number: int | None):
@@ -92,7 +115,13 @@ class TrainingStopped(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return 128 + (self.signal_number or signal.SIGINT)
+        return exit_status(self.signal_number)
+
+
+def exit_status(signal_number: int | None) -> int:
+    """A stopped command's exit status: 128 + the signal (130 SIGINT, 143 SIGTERM); 130 when
+    no signal is known (code asked for the stop)."""
+    return 128 + (signal_number or signal.SIGINT)
 
 
 class StopRequest:
@@ -114,6 +143,11 @@ class StopRequest:
 
     __call__ = is_set
 
+    @property
+    def exit_code(self) -> int:
+        """`exit_status` of the signal that set the flag."""
+        return exit_status(self.signal_number)
+
 
 @contextlib.contextmanager
 def stop_on_signals(
@@ -122,25 +156,32 @@ def stop_on_signals(
     """Context manager for command-line entry points: yields a `StopRequest` for `fit`'s
     `should_stop`, set by `signals` (default SIGINT and SIGTERM) while the block runs.
 
-    The handlers only set the flag (an exception raised from a handler can land anywhere, e.g.
-    inside JAX's garbage-collection callback, where Python prints and swallows it). The previous
-    handlers come back on exit. Python delivers signals to the main thread only, so from another
-    thread nothing is installed and only code can set the flag.
+    The first signal only sets the flag (an exception raised from a handler can land anywhere,
+    e.g. inside JAX's garbage-collection callback) and puts the previous handlers back, so a
+    second Ctrl-C interrupts at once. The previous handlers come back on exit too. Python
+    delivers signals to the main thread only, so from another thread nothing is installed and
+    only code can set the flag.
     """
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
         return
+    previous: dict[int, Any] = {}
+
+    def restore() -> None:
+        for number, old_handler in previous.items():
+            signal.signal(number, old_handler)
 
     def handler(signal_number, frame):
+        del frame
         request.set(signal_number)
+        restore()
 
-    previous = {number: signal.signal(number, handler) for number in signals}
+    previous.update({number: signal.signal(number, handler) for number in signals})
     try:
         yield request
     finally:
-        for number, old_handler in previous.items():
-            signal.signal(number, old_handler)
+        restore()
 
 
 def stop_message(step: int, checkpoint: Path | None, signal_number: int | None) -> str:
@@ -151,7 +192,10 @@ def stop_message(step: int, checkpoint: Path | None, signal_number: int | None) 
     return f"stopped by {cause} at step {step}; saved {checkpoint}; rerun the command to resume"
 
 
-def save_checkpoint(directory: str | Path, state: TrainState, name: str | None = None) -> Path:
+# Checkpoints.
+
+
+def save_checkpoint(directory: str | Path, state: TrainingState, name: str | None = None) -> Path:
     """Write `state` atomically to `directory/name` (default `checkpoint_<step>.msgpack`)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -180,7 +224,7 @@ def checkpoint_steps(directory: str | Path) -> list[int]:
     return sorted(int(path.stem[len(_CHECKPOINT_PREFIX) :]) for path in names)
 
 
-def load_checkpoint(path: str | Path, target: TrainState) -> TrainState:
+def load_checkpoint(path: str | Path, target: TrainingState) -> TrainingState:
     """Read a checkpoint file into the structure of `target` (e.g. a freshly initialised state).
 
     Raises `CheckpointError` naming the file if it is truncated, corrupt or of another model.
@@ -200,7 +244,13 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
     return Path(directory) / _checkpoint_name(steps[-1])
 
 
-def resume_or(state: TrainState, checkpoint_dir: str | Path | None) -> TrainState:
+def prune_checkpoints(directory: str | Path, keep: int) -> None:
+    """Delete all but the newest `keep` numbered checkpoints in `directory` (`best` stays)."""
+    for step in checkpoint_steps(directory)[:-keep]:
+        (Path(directory) / _checkpoint_name(step)).unlink(missing_ok=True)
+
+
+def resume_or(state: TrainingState, checkpoint_dir: str | Path | None) -> TrainingState:
     """The newest readable checkpoint in `checkpoint_dir` if there is one, else `state` (a fresh
     start; `state` also gives the structure to read into). Host.
 
@@ -225,9 +275,40 @@ def resume_or(state: TrainState, checkpoint_dir: str | Path | None) -> TrainStat
     return state
 
 
-def _prune(directory: Path, keep: int) -> None:
-    for step in checkpoint_steps(directory)[:-keep]:
-        (directory / _checkpoint_name(step)).unlink(missing_ok=True)
+# Schedules, clocks, metrics.
+
+
+@dataclasses.dataclass
+class Every:
+    """A schedule: due every `steps` steps and / or every `seconds` of wall time since it was
+    last `reset` (either one suffices; neither: never due)."""
+
+    steps: int | None = None
+    seconds: float | None = None
+    last: float = dataclasses.field(default_factory=time.time)
+
+    def due(self, step: int, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        by_steps = self.steps is not None and step % self.steps == 0
+        return by_steps or (self.seconds is not None and now - self.last >= self.seconds)
+
+    def reset(self) -> None:
+        self.last = time.time()
+
+
+class RunClock:
+    """Process CPU and wall seconds of a run, accumulated over resumes from `state`'s counters."""
+
+    def __init__(self, state: TrainingState):
+        self._base = (state.cpu_seconds, state.wall_seconds)
+        self._start = (time.process_time(), time.time())
+
+    def stamp(self, state: TrainingState) -> TrainingState:
+        """`state` with its `cpu_seconds` and `wall_seconds` brought up to now."""
+        return state.replace(
+            cpu_seconds=self._base[0] + time.process_time() - self._start[0],
+            wall_seconds=self._base[1] + time.time() - self._start[1],
+        )
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -264,6 +345,49 @@ def drop_metrics_after(path: str | Path, step: int) -> int:
     return dropped
 
 
+class MetricsWriter:
+    """Appends one JSON record a line to `path`: kind, step, examples seen, CPU- and wall-minutes
+    of the run, then the values. Opening it drops the records of steps after `resume_step` (from
+    a run killed after its last checkpoint), so the file matches the state it resumes from.
+    `path=None` writes nothing. A context manager; `close()` closes the file."""
+
+    def __init__(self, path: str | Path | None, resume_step: int = 0, examples_per_step: int = 1):
+        self.examples_per_step = examples_per_step
+        self._file = None
+        if path is not None:
+            drop_metrics_after(path, resume_step)
+            self._file = open(path, "a")
+
+    def write(self, kind: str, state: TrainingState, values: Mapping[str, Any]) -> None:
+        """One record of `kind` ('train', 'eval') at `state`'s step and clocks."""
+        if self._file is None:
+            return
+        step = int(state.step)
+        row = {
+            "kind": kind,
+            "step": step,
+            "examples": step * self.examples_per_step,
+            "cpu_minutes": state.cpu_seconds / 60,
+            "wall_minutes": state.wall_seconds / 60,
+            **{key: _plain(value) for key, value in values.items()},
+        }
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> MetricsWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+# The loop.
+
+
 def _stop_check(
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None,
 ) -> Callable[[], bool]:
@@ -274,8 +398,37 @@ def _stop_check(
     return should_stop
 
 
+def strategy_for(
+    parallel: data_parallelism.Strategy | str | None, mode: str | None, mesh: Mesh | None
+) -> data_parallelism.Strategy:
+    """The data-parallel strategy `fit` uses: `parallel` (a strategy or a mode name), else
+    `data_parallel(mode or 'single', mesh)`."""
+    if parallel is not None and mode is not None:
+        raise ValueError("give fit `parallel` or `mode`, not both")
+    chosen = parallel if parallel is not None else mode or "single"
+    if isinstance(chosen, str):
+        return data_parallelism.data_parallel(chosen, mesh)
+    return chosen
+
+
+class _Window:
+    """Per-step metrics since the last log record; `means()` empties it."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[Any]] = {}
+
+    def add(self, metrics: Mapping[str, Any]) -> None:
+        for key, value in metrics.items():
+            self.values.setdefault(key, []).append(value)
+
+    def means(self) -> dict[str, float]:
+        means = {key: float(np.mean(jax.device_get(v))) for key, v in self.values.items()}
+        self.values.clear()
+        return means
+
+
 def fit(
-    state: TrainState,
+    state: TrainingState,
     train_step: Callable[[Any, Any, Any], tuple[Any, Any, Mapping[str, Any]]],
     make_batch: Callable[[int], Any],
     num_steps: int,
@@ -290,10 +443,11 @@ def fit(
     metrics_path: str | Path | None = None,
     log_every_steps: int = 50,
     progress: bool = True,
-    mode: str = "single",
+    parallel: data_parallelism.Strategy | str | None = None,
+    mode: str | None = None,
     mesh: Mesh | None = None,
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None = None,
-) -> TrainState:
+) -> TrainingState:
     """Train from `state.step` up to `num_steps`; return the final state. Host loop.
 
     `train_step(params, opt_state, batch) -> (params, opt_state, metrics)` is called with
@@ -302,122 +456,91 @@ def fit(
     `eval_every_steps` steps (and at the end); if it returns `"score"`, the best-scoring state is
     saved as `best.msgpack` (a later state with an equal or higher score replaces it). With
     `checkpoint_dir`, the state is saved every `checkpoint_every_s` seconds, at each evaluation,
-    at the end, and when the run is stopped. With `metrics_path`, records of steps after
-    `state.step` already in the file (from a run killed after its last checkpoint) are dropped
-    first.
+    at the end, and when the run is stopped; the last `keep` are kept. `metrics_path` is a
+    `MetricsWriter` file.
 
     `should_stop` (a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
     returning a bool) is checked before every step: once it is set, `fit` logs the partial log
     interval, saves the state and raises `TrainingStopped`; so does a KeyboardInterrupt raised
     inside the loop (Ctrl-C in a notebook). `fit` installs no signal handler.
 
-    `mode` ('single', 'pmap' or 'mesh') and `mesh` say where the parameters live: `fit` places
-    `state.params` and `state.opt_state` with `gnkit.parallel.replicate` before the first step,
-    and `evaluate` and the checkpoints get one host copy (`unreplicate`). `train_step` is then
-    `gnkit.parallel.make_train_step(..., mode, mesh=mesh)` and `make_batch` lays out its batch
-    for that mode (e.g. with `gnkit.parallel.shard_batch`).
+    `parallel` is the `gnkit.parallel` strategy that `train_step` and `make_batch` were built
+    with (or its mode name; default 'single'): `fit` replicates `state.params` and
+    `state.opt_state` with it before the first step, and `evaluate` and the checkpoints get its
+    `host_copy`. `mode` and `mesh` are the older spelling, `data_parallel(mode, mesh)`.
     """
-    check_mode(mode)
+    strategy = strategy_for(parallel, mode, mesh)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    if metrics_path is not None:
-        drop_metrics_after(metrics_path, int(state.step))
-    metrics_file = open(metrics_path, "a") if metrics_path is not None else None
-    cpu_start, wall_start = time.process_time(), time.time()
-    base_cpu, base_wall = state.cpu_seconds, state.wall_seconds
+    clock = RunClock(state)
+    evaluation = Every(eval_every_steps, eval_every_s)
+    saving = Every(None, checkpoint_every_s)
+    window = _Window()
+    stop_requested = _stop_check(should_stop)
+    bar = None
+    if progress:
+        bar = ProgressBar(num_steps, initial=int(state.step), description="training")
+    metrics = MetricsWriter(metrics_path, int(state.step), examples_per_step)
 
-    def snapshot(current: TrainState, params, opt_state, step: int) -> TrainState:
-        if mode != "single":
-            params, opt_state = jax.device_get(parallel.unreplicate((params, opt_state), mode))
-        return clocked(current.replace(params=params, opt_state=opt_state, step=step))
+    def host_state(current: TrainingState, params, opt_state, step: int) -> TrainingState:
+        params, opt_state = strategy.host_copy((params, opt_state))
+        return clock.stamp(current.replace(params=params, opt_state=opt_state, step=step))
 
-    def clocked(current: TrainState) -> TrainState:
-        return current.replace(
-            cpu_seconds=base_cpu + time.process_time() - cpu_start,
-            wall_seconds=base_wall + time.time() - wall_start,
-        )
-
-    def record(kind: str, current: TrainState, values: Mapping[str, Any]) -> None:
-        if metrics_file is None:
-            return
-        row = {
-            "kind": kind,
-            "step": int(current.step),
-            "examples": int(current.step) * examples_per_step,
-            "cpu_minutes": current.cpu_seconds / 60,
-            "wall_minutes": current.wall_seconds / 60,
-            **{key: _plain(value) for key, value in values.items()},
-        }
-        metrics_file.write(json.dumps(row) + "\n")
-        metrics_file.flush()
-
-    def log_window(current: TrainState) -> TrainState:
-        means = {key: float(np.mean(jax.device_get(v))) for key, v in window.items()}
-        window.clear()
-        current = clocked(current)
-        record("train", current, means)
+    def log_window(current: TrainingState) -> TrainingState:
+        means = window.means()
+        current = clock.stamp(current)
+        metrics.write("train", current, means)
         if bar is not None:
             bar.set_status(means)
         return current
 
-    def run_evaluation(current: TrainState) -> TrainState:
+    def run_evaluation(current: TrainingState) -> TrainingState:
         eval_start = time.process_time()
         results = dict(evaluate(current.params))
         results["eval_cpu_minutes"] = (time.process_time() - eval_start) / 60
-        current = clocked(current)
-        record("eval", current, results)
+        current = clock.stamp(current)
+        metrics.write("eval", current, results)
         score = results.get("score")
         if score is not None and score >= current.best_score:
             current = current.replace(best_score=float(score))
             if checkpoint_dir is not None:
-                save_checkpoint(checkpoint_dir, current, "best.msgpack")
+                save_checkpoint(checkpoint_dir, current, BEST_CHECKPOINT)
         _write(bar, f"eval at step {int(current.step)}: {_summary(results)}")
         return current
 
-    def save(current: TrainState) -> Path | None:
+    def save(current: TrainingState) -> Path | None:
         if checkpoint_dir is None:
             return None
         path = save_checkpoint(checkpoint_dir, current)
-        _prune(checkpoint_dir, keep)
+        prune_checkpoints(checkpoint_dir, keep)
         return path
 
-    bar = None
-    if progress:
-        bar = ProgressBar(num_steps, initial=int(state.step), description="training")
-    last_save = last_eval = time.time()
-    window: dict[str, list[Any]] = {}
-    params, opt_state = parallel.replicate((state.params, state.opt_state), mode, mesh)
+    params, opt_state = strategy.replicate((state.params, state.opt_state))
     step = int(state.step)
-    stop_requested = _stop_check(should_stop)
     interrupted = False
     try:
         try:
             while step < num_steps and not stop_requested():
-                new_params, new_opt_state, metrics = train_step(params, opt_state, make_batch(step))
-                params, opt_state, step = new_params, new_opt_state, step + 1
-                for key, value in metrics.items():
-                    window.setdefault(key, []).append(value)
+                params, opt_state, step_metrics = train_step(params, opt_state, make_batch(step))
+                step += 1
+                window.add(step_metrics)
                 if bar is not None:
                     bar.update(1)
                 if step % log_every_steps == 0 or step == num_steps:
                     state = log_window(state.replace(step=step))
-                now = time.time()
-                due_eval = evaluate is not None and (
-                    (eval_every_s is not None and now - last_eval >= eval_every_s)
-                    or (eval_every_steps is not None and step % eval_every_steps == 0)
-                )
-                if due_eval or now - last_save >= checkpoint_every_s or step == num_steps:
-                    state = snapshot(state, params, opt_state, step)
+                due_eval = evaluate is not None and evaluation.due(step)
+                if due_eval or saving.due(step) or step == num_steps:
+                    state = host_state(state, params, opt_state, step)
                     if due_eval or (step == num_steps and evaluate is not None):
                         state = run_evaluation(state)
-                        last_eval = time.time()
+                        evaluation.reset()
                     save(state)
-                    last_save = time.time()
+                    saving.reset()
         except KeyboardInterrupt:
             interrupted = True
         if interrupted or step < num_steps:
-            if window:
+            if window.values:
                 state = log_window(state.replace(step=step))
-            state = snapshot(state, params, opt_state, step)
+            state = host_state(state, params, opt_state, step)
             cause = signal.SIGINT if interrupted else _requesting_signal(should_stop)
             stopped = TrainingStopped(step, save(state), cause)
             _write(bar, str(stopped))
@@ -425,8 +548,7 @@ def fit(
     finally:
         if bar is not None:
             bar.close()
-        if metrics_file is not None:
-            metrics_file.close()
+        metrics.close()
     return state
 
 

@@ -120,7 +120,8 @@ def test_interrupt_saves_and_resume_matches(setup, tmp_path):
 
 # A toy regression trained with `fit`: fast to compile, so the loop's bookkeeping can be tested
 # on many short runs. Run as a script (`python -c TOY_TRAINING RUN_DIR STEPS`) it is a command
-# line entry point: `run_stoppable` installs the signal handlers and gives the exit status.
+# line entry point: `stop_on_signals` installs the signal handlers, and a stopped run exits with
+# `TrainingStopped.exit_code`.
 TOY_TRAINING = """
 import sys
 import time
@@ -138,7 +139,7 @@ TRUE_WEIGHTS = np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
 
 def initial_state():
     params = {"w": jnp.zeros((4, 1))}
-    return training.TrainState(params=params, opt_state=OPTIMIZER.init(params))
+    return training.TrainingState(params=params, opt_state=OPTIMIZER.init(params))
 
 
 @jax.jit
@@ -169,10 +170,12 @@ def train_run(run_dir, num_steps, should_stop, seconds_per_batch=0.0):
 
 
 if __name__ == "__main__":
-    from gnkit.demos._graph_nets import run_stoppable
-
     run_dir, num_steps = sys.argv[1], int(sys.argv[2])
-    sys.exit(run_stoppable(lambda stop: train_run(run_dir, num_steps, stop, 0.002)))
+    try:
+        with training.stop_on_signals() as stop:
+            train_run(run_dir, num_steps, stop, 0.002)
+    except training.TrainingStopped as stopped:
+        sys.exit(stopped.exit_code)
 """
 TOY = {}
 exec(TOY_TRAINING, TOY)
@@ -371,6 +374,78 @@ def test_fit_installs_no_signal_handler_and_stops_cleanly_on_keyboard_interrupt(
         )
     assert (stopped.value.step, stopped.value.exit_code) == (3, 130)
     assert training.checkpoint_steps(tmp_path) == [3]
+
+
+def test_first_signal_restores_the_previous_handler_so_a_second_one_interrupts():
+    previous = signal.getsignal(signal.SIGINT)
+    with training.stop_on_signals() as stop:
+        assert signal.getsignal(signal.SIGINT) is not previous
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.is_set() and stop.exit_code == 143
+        assert signal.getsignal(signal.SIGINT) is previous
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is previous
+
+
+def test_train_state_is_a_deprecated_name_of_training_state():
+    with pytest.warns(DeprecationWarning, match="TrainingState"):
+        assert training.TrainState is training.TrainingState
+
+
+def test_fit_takes_a_strategy_or_its_mode_name_alike():
+    """`parallel=` a strategy object, its mode name, or the older `mode=`: one code path, the
+    same trained state (the toy step is plain `jit`, so the one-device layout is all that
+    differs)."""
+    from gnkit.parallel import data_parallel
+
+    want = toy_fit(5)
+    for spelling in (
+        {"parallel": data_parallel("single")},
+        {"parallel": "single"},
+        {"mode": "single"},
+    ):
+        assert_same_state(toy_fit(5, **spelling), want)
+    with pytest.raises(ValueError, match="not both"):
+        toy_fit(5, parallel="single", mode="single")
+
+
+def test_checkpoint_pieces_alone(tmp_path):
+    """Save, list, prune to the last two, load into a template: no `fit` involved."""
+    state = TOY["initial_state"]()
+    for step in (3, 10, 7):
+        training.save_checkpoint(tmp_path, state.replace(step=step, best_score=step / 10))
+    training.save_checkpoint(tmp_path, state, training.BEST_CHECKPOINT)
+    assert training.checkpoint_steps(tmp_path) == [3, 7, 10]
+    training.prune_checkpoints(tmp_path, keep=2)
+    assert training.checkpoint_steps(tmp_path) == [7, 10]
+    assert (tmp_path / "best.msgpack").exists() and not list(tmp_path.glob(".*tmp"))
+    latest = training.load_checkpoint(training.latest_checkpoint(tmp_path), state)
+    assert (int(latest.step), latest.best_score) == (10, 1.0)
+
+
+def test_metrics_writer_alone_drops_records_after_its_resume_step(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    state = TOY["initial_state"]()
+    with training.MetricsWriter(path, examples_per_step=4) as writer:
+        for step in (1, 2, 3):
+            writer.write("train", state.replace(step=step, cpu_seconds=6.0 * step), {"loss": step})
+    with training.MetricsWriter(path, resume_step=2, examples_per_step=4) as writer:
+        writer.write("eval", state.replace(step=2, wall_seconds=30.0), {"score": np.float32(0.5)})
+    rows = training.read_metrics(path)
+    assert [(row["kind"], row["step"], row["examples"]) for row in rows] == [
+        ("train", 1, 4), ("train", 2, 8), ("eval", 2, 8),
+    ]  # fmt: skip
+    assert [row["cpu_minutes"] for row in rows] == [0.1, 0.2, 0.0]
+    assert rows[2]["wall_minutes"] == 0.5 and rows[2]["score"] == 0.5
+
+
+def test_every_is_due_by_steps_or_by_seconds():
+    by_steps = training.Every(steps=3)
+    assert [step for step in range(1, 10) if by_steps.due(step)] == [3, 6, 9]
+    by_time = training.Every(seconds=60.0, last=1000.0)
+    assert not by_time.due(1, now=1059.0) and by_time.due(1, now=1060.0)
+    assert not training.Every().due(3)
 
 
 def _wait_for_progress(process, metrics_path, after_step, timeout=120):

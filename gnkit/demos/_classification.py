@@ -6,35 +6,28 @@ Host driver around `gnkit.demos._graph_nets`; the model, loss and train step are
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import jax
 import numpy as np
 import optax
 
+from gnkit import experiments
 from gnkit.batching import batch_np, get_edge_padding_mask, get_node_padding_mask
 from gnkit.demos._graph_nets import (
     DemoConfig,
     Generate,
     Stopwatch,
     bucket_policy,
-    build_parser,
-    config_from_args,
-    earlier_training,
+    demo,
     load_report_checkpoint,
     make_model,
     make_predict,
     masked_mean,
     plot_training,
     predict_graphs,
-    prepare_out_dir,
-    pyplot,
-    random_batches,
-    run_stoppable,
+    print_summary,
     run_training,
-    saved_config,
-    write_results,
 )
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
@@ -97,11 +90,17 @@ def evaluate_classification(task: ClassificationTask, config: DemoConfig, params
 
 
 def report_classification(
-    task: ClassificationTask, config: DemoConfig, params, out_dir: Path, extra: dict
+    task: ClassificationTask,
+    config: DemoConfig,
+    params,
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
+    extra: dict,
 ) -> dict:
-    """Evaluate on every `test_sizes` set, plot, and write `results.json` (with `extra`).
+    """Evaluate on every `test_sizes` set, plot, and return the results (with `extra`).
 
-    `example.png` shows the first graph of each test set, one row each.
+    The main figure, `example.png`, shows the first graph of each test set, one row each;
+    `training.png` the learning curve.
     """
     watch = Stopwatch()
     results = {"demo": task.name, **extra, "test": {}}
@@ -113,30 +112,36 @@ def report_classification(
         n_node, n_edge = len(inputs[0].nodes), len(inputs[0].senders)
         examples.append((inputs[0], targets[0], nodes[:n_node], edges[:n_edge], f"{low}-{high}"))
     results["eval_time"] = watch.read()
-    plt = pyplot()
+    plot_examples(task, examples, options.plot_path(run_dir, "example.png"))
+    plot_training(
+        run_dir.metrics_path,
+        options.plot_path(run_dir, "training.png", main=False),
+        "solved",
+        f"solved ({config.monitor_graphs} graphs of training size)",
+    )
+    print_summary(results)
+    return results
+
+
+def plot_examples(task: ClassificationTask, examples: list[tuple], path) -> None:
+    """One row per `(inputs, targets, node logits, edge logits, label)`, drawn by the task."""
+    plt = experiments.pyplot()
     figure, axes = plt.subplots(
         len(examples), 2, figsize=(9, 4.4 * len(examples)), squeeze=False, constrained_layout=True
     )
     for row, example in zip(axes, examples, strict=True):
         task.plot_example(row, *example)
-    figure.savefig(out_dir / "example.png", dpi=100)
-    plt.close(figure)
-    plot_training(out_dir, "solved", f"solved ({config.monitor_graphs} graphs of training size)")
-    write_results(out_dir, results)
-    return results
+    experiments.save_figure(figure, path, dpi=100)
 
 
 def train_classification(
     task: ClassificationTask,
     config: DemoConfig,
-    out_dir: str | Path,
-    progress: bool = True,
-    mode: str = "single",
-    should_stop=None,
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
 ) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode` and `should_stop` as in `run_training`),
-    then report on the best-validation checkpoint. Returns the results."""
-    out_dir = prepare_out_dir(out_dir, config)
+    """The `train` verb: train `config` in `run_dir` (resuming), then report on the
+    best-validation checkpoint. Returns the results."""
     watch = Stopwatch()
     low = config.train_sizes[0]
     policy = bucket_policy(config.batch_size, low, task.typical_edges(low), config.bucket_growth)
@@ -148,40 +153,43 @@ def train_classification(
         return {"score": metrics["solved"], **metrics}
 
     model = classification_model(config)
+    example = task.example()
     run_training(
         config,
         model,
-        task.example(),
+        example,
         classification_loss,
-        random_batches(config, task.generate, policy, mode),
+        task.generate,
+        policy,
         monitor_eval,
-        out_dir,
-        progress,
-        mode,
-        should_stop,
+        run_dir,
+        options,
     )
-    train_time = watch.read()
-    params, checkpoint = load_report_checkpoint(model, task.example(), config, out_dir)
-    extra = {"train_time": train_time, "checkpoint": checkpoint}
-    return report_classification(task, config, params, out_dir, extra)
+    params, checkpoint = load_report_checkpoint(model, example, config, run_dir.path)
+    extra = {"train_time": watch.read(), "checkpoint": checkpoint}
+    return report_classification(task, config, params, run_dir, options, extra)
 
 
-def classification_main(
-    task: ClassificationTask, configs: dict[str, DemoConfig], description: str, argv
-) -> int:
-    """`train` / `eval` commands of a classification demo; returns the exit status (see
-    `run_stoppable`)."""
-    args = build_parser(task.name, description, configs).parse_args(argv)
-    if args.command == "train":
-        config = config_from_args(args, configs)
-        return run_stoppable(
-            lambda stop: train_classification(
-                task, config, args.out, not args.no_progress, args.parallel, stop
-            )
-        )
-    config = saved_config(args.out)
+def evaluate_run(
+    task: ClassificationTask,
+    config: DemoConfig,
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
+) -> dict:
+    """The `eval` verb: report on the best-validation checkpoint of an earlier run."""
     model = classification_model(config)
-    params, checkpoint = load_report_checkpoint(model, task.example(), config, args.out)
-    extra = {**earlier_training(args.out), "checkpoint": checkpoint}
-    report_classification(task, config, params, Path(args.out), extra)
-    return 0
+    params, checkpoint = load_report_checkpoint(model, task.example(), config, run_dir.path)
+    return report_classification(task, config, params, run_dir, options, {"checkpoint": checkpoint})
+
+
+def classification_demo(
+    task: ClassificationTask, presets: Mapping[str, DemoConfig], description: str
+) -> experiments.Demo:
+    """`task`'s demo: `train` and `eval` verbs over `presets`."""
+    return demo(
+        task.name.replace("_", "-"),
+        description,
+        presets,
+        lambda config, run_dir, options: train_classification(task, config, run_dir, options),
+        lambda config, run_dir, options: evaluate_run(task, config, run_dir, options),
+    )

@@ -1,19 +1,20 @@
-"""What graph_nets' three demos share: config, padded batches, training, evaluation, CLI.
+"""What graph_nets' three demos share: config, padded batches, training, evaluation, verbs.
 
 graph_nets' demo settings: an `EncodeProcessDecode` with latent size 16 and 2-layer MLPs with
 LayerNorm, Adam at 1e-3, a loss on the output of every processing step. A config can also clip
-the gradient's global norm and decay the learning rate (cosine) to zero by the last step; the
+the gradient's global norm and decay the learning rate (cosine) to zero by the last update; the
 sort demo does (with graph_nets' constant rate and no clipping, a sort run that had solved every
 monitored list diverged in its last 100 updates). Batches are padded to the buckets of a
 `BucketPolicy`, so a run compiles its train step a handful of times; losses and metrics mask the
 padding.
 
-The reports (`train`'s and `eval`'s) use the run's best-validation checkpoint (`best.msgpack`,
-the best score on the monitoring graphs, the latest of equal scores) and say which one in
-`results.json`. `train` resumes
-from the latest checkpoint; Ctrl-C or SIGTERM during training saves the state and exits with
-status 130 (SIGINT) or 143 (SIGTERM) after one line naming the step saved. Host driver; the
-model, loss and train step are jitted.
+Each demo is a `gnkit.experiments.Demo` with the verbs `train` (resumes from `--run-dir`, then
+reports) and `eval` (reports on an earlier run); flags, run directories, `--set`, `--json`, stop
+requests (exit 130 / 143) are the framework's. One `gnkit.parallel` strategy (`--parallel`) builds
+the train step, lays out the batches and holds the replicas. The reports use the run's
+best-validation checkpoint (`best.msgpack`, the best score on the monitoring graphs, the latest
+of equal scores) and name it under `checkpoint` in the results. Host driver; the model, loss and
+train step are jitted.
 """
 
 from __future__ import annotations
@@ -21,27 +22,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gnkit import parallel
+from gnkit import experiments
 from gnkit import train as training
-from gnkit.batching import (
-    BucketPolicy,
-    batch_np,
-    pad_to_bucket,
-    pad_with_graphs,
-)
+from gnkit.batching import BucketPolicy, batch_np, pad_with_graphs
+from gnkit.experiments import setting
+from gnkit.experiments.config import check_config
+from gnkit.experiments.run_dir import open_for_config
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
+from gnkit.parallel import Strategy, data_parallel, device_batches
 
 Generate = Callable[[np.random.Generator, int, int, int], tuple[list, list]]
 
@@ -50,100 +49,80 @@ Generate = Callable[[np.random.Generator, int, int, int], tuple[list, list]]
 class DemoConfig:
     """Model, data and optimiser settings of one demo run.
 
-    `train_sizes` is the `(min, max)` graph size (nodes, list elements or masses) of training
-    graphs; `test_sizes` the size ranges reported at the end, `eval_graphs` graphs each.
-    `eval_every_steps` evaluates on `monitor_graphs` graphs of training size during training.
-    The optimiser is Adam at `learning_rate`, decayed to zero by `train_steps` when
-    `learning_rate_schedule` is 'cosine' (constant when 'constant'), after clipping the
-    gradient's global norm to `clip_gradient_norm` (None: no clipping).
-    Training batches are padded up a `BucketPolicy` ladder of ratio `bucket_growth` (larger:
-    fewer shapes to compile, more padding). `quick_compile` turns XLA's backend optimisation off:
-    about half the compile time and slower steps, the better trade for runs of a few steps
-    (tests, quick notebooks).
+    `updates` optimiser steps on batches of `batch_size` graphs of `train_sizes` (min, max) nodes,
+    list elements or masses; `steps` message-passing (processing) steps in training,
+    `eval_steps` in evaluation. `test_sizes` are the size ranges reported at the end,
+    `eval_graphs` graphs each; every `eval_every_updates` updates the model is evaluated on
+    `monitor_graphs` graphs of training size (the best is kept for the reports).
+    The optimiser is Adam at `learning_rate`, decayed to zero by `updates` when
+    `learning_rate_schedule` is 'cosine', after clipping the gradient's global norm to
+    `clip_gradient_norm` (None: no clipping). Training batches are padded up a `BucketPolicy`
+    ladder of ratio `bucket_growth` (larger: fewer shapes to compile, more padding).
+    `quick_compile` turns XLA's backend optimisation off: about half the compile time and slower
+    steps, the better trade for runs of a few updates (tests, quick notebooks); `pmap` takes no
+    compiler options, so it needs `quick_compile=False`.
     """
 
-    train_steps: int = 5000
-    batch_size: int = 32
-    latent_size: int = 16
-    num_layers: int = 2
+    updates: int = setting(5000, minimum=1, help="optimiser steps")
+    batch_size: int = setting(32, minimum=1)
+    latent_size: int = setting(16, minimum=1)
+    num_layers: int = setting(2, minimum=1)
     layer_norm: bool = True
-    learning_rate: float = 1e-3
-    learning_rate_schedule: str = "constant"
+    learning_rate: float = setting(1e-3, minimum=0)
+    learning_rate_schedule: Literal["constant", "cosine"] = "constant"
     clip_gradient_norm: float | None = None
-    num_processing_steps: int = 10
-    eval_processing_steps: int = 10
-    train_sizes: tuple[int, int] = (8, 16)
-    test_sizes: tuple[tuple[int, int], ...] = ((8, 16), (16, 32))
-    eval_graphs: int = 1000
-    eval_batch_size: int = 100
-    monitor_graphs: int = 200
-    eval_every_steps: int = 500
+    steps: int = setting(10, minimum=1, help="message-passing steps in training")
+    eval_steps: int = setting(10, minimum=1, help="message-passing steps in evaluation")
+    train_sizes: tuple[int, int] = setting((8, 16), minimum=1)
+    test_sizes: tuple[tuple[int, int], ...] = setting(((8, 16), (16, 32)), minimum=1)
+    eval_graphs: int = setting(1000, minimum=1)
+    eval_batch_size: int = setting(100, minimum=1)
+    monitor_graphs: int = setting(200, minimum=1)
+    eval_every_updates: int = setting(500, minimum=1)
     factorised: bool = True
-    bucket_growth: float = 1.2
+    bucket_growth: float = setting(1.2, minimum=1)
     quick_compile: bool = False
     seed: int = 0
 
+    def validate(self) -> None:
+        """Size ranges are (min, max) with min <= max; a clipping norm is positive."""
+        for low, high in (self.train_sizes, *self.test_sizes):
+            if low > high:
+                raise ValueError(f"size range ({low}, {high}): expected min <= max")
+        if self.clip_gradient_norm is not None and self.clip_gradient_norm <= 0:
+            raise ValueError("clip_gradient_norm must be > 0 (or None)")
+
 
 def tiny_config(size: int, **overrides) -> DemoConfig:
-    """A config for tests and smoke runs: 40 steps on graphs of `size` (training and the one
+    """A config for tests and smoke runs: 40 updates on graphs of `size` (training and the one
     test range), latent 8, 2 processing steps, a fast compile; `overrides` replace any field.
     Monitoring and test batches share one padded shape, so prediction compiles once."""
     settings = dict(
-        train_steps=40,
+        updates=40,
         batch_size=8,
         latent_size=8,
-        num_processing_steps=2,
-        eval_processing_steps=2,
+        steps=2,
+        eval_steps=2,
         train_sizes=(size, size),
         test_sizes=((size, size),),
         eval_graphs=16,
         eval_batch_size=8,
         monitor_graphs=8,
-        eval_every_steps=20,
+        eval_every_updates=20,
         quick_compile=True,
     )
     return DemoConfig(**{**settings, **overrides})
 
 
-_SCHEDULES = ("constant", "cosine")
-
-
 def make_optimizer(config: DemoConfig) -> optax.GradientTransformation:
     """Adam with `config`'s learning-rate schedule, after global-norm clipping (if set)."""
-    if config.learning_rate_schedule not in _SCHEDULES:
-        raise ValueError(
-            f"learning_rate_schedule must be one of {_SCHEDULES}, "
-            f"got {config.learning_rate_schedule!r}"
-        )
     learning_rate = config.learning_rate
     if config.learning_rate_schedule == "cosine":
-        learning_rate = optax.cosine_decay_schedule(config.learning_rate, config.train_steps)
+        learning_rate = optax.cosine_decay_schedule(config.learning_rate, config.updates)
     adam = optax.adam(learning_rate)
     if config.clip_gradient_norm is None:
         return adam
     return optax.chain(optax.clip_by_global_norm(config.clip_gradient_norm), adam)
-
-
-def override(config: DemoConfig, pairs: Sequence[tuple[str, str]] | None) -> DemoConfig:
-    """`config` with `FIELD VALUE` pairs from the command line applied (JSON values)."""
-    fields = {field.name for field in dataclasses.fields(config)}
-    changes = {}
-    for key, value in pairs or ():
-        if key not in fields:
-            raise SystemExit(f"unknown config field {key!r}; fields: {', '.join(sorted(fields))}")
-        parsed = json.loads(value)
-        if isinstance(parsed, list):
-            parsed = tuple(tuple(item) if isinstance(item, list) else item for item in parsed)
-        changes[key] = parsed
-    return dataclasses.replace(config, **changes)
-
-
-def config_from_json(text: str) -> DemoConfig:
-    """The inverse of `json.dumps(dataclasses.asdict(config))`."""
-    values = json.loads(text)
-    values["train_sizes"] = tuple(values["train_sizes"])
-    values["test_sizes"] = tuple(tuple(pair) for pair in values["test_sizes"])
-    return DemoConfig(**values)
 
 
 def make_model(
@@ -177,16 +156,6 @@ def bucket_policy(
     )
 
 
-def pad_pair(
-    inputs: list[GraphsTuple], targets: list[GraphsTuple], policy: BucketPolicy
-) -> tuple[GraphsTuple, GraphsTuple]:
-    """Batch input and target graphs and pad both to the same bucket of `policy`. Host."""
-    padded = pad_to_bucket(batch_np(inputs), policy)
-    sizes = (len(padded.senders), len(padded.n_node))
-    nodes = int(np.sum(padded.n_node))
-    return padded, pad_with_graphs(batch_np(targets), nodes, sizes[0], sizes[1])
-
-
 def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
     """Mean of `values` `[R]` over the rows where `mask` `[R]` is True (0 if none). Jittable."""
     mask = mask.astype(values.dtype)
@@ -214,38 +183,33 @@ def make_train_step(
     model: EncodeProcessDecode,
     optimizer: optax.GradientTransformation,
     loss_fn: Callable[[list[GraphsTuple], GraphsTuple], jax.Array],
-    num_processing_steps: int,
-    options: dict | None = None,
-    mode: str = "single",
+    config: DemoConfig,
+    strategy: Strategy,
 ):
-    """A jitted `(params, opt_state, (inputs, targets)) -> (params, opt_state, {"loss"})`.
+    """`strategy`'s compiled `(params, opt_state, (inputs, targets)) -> (params, opt_state,
+    {"loss"})` at `config.steps` processing steps, with `config`'s XLA compiler options.
 
-    `options` are XLA compiler options (see `compiler_options`). With `mode` 'pmap' or 'mesh'
-    it is `gnkit.parallel.make_train_step` over every device (batches from `random_batches` in
-    the same mode; each device's loss is the masked mean over its own graphs, and the devices'
-    losses are averaged with equal weight), compiled with XLA's default options.
-    """
+    Batches come from `random_batches` with the same strategy; over several devices each
+    device's loss is the masked mean over its own graphs, and the devices' losses are averaged
+    with equal weight. `UsageError` for `quick_compile` under `pmap` (no compiler options)."""
 
-    def loss_of(params, inputs, targets):
-        return loss_fn(model.apply(params, inputs, num_processing_steps), targets)
-
-    if mode != "single":
-        return parallel.make_train_step(
-            lambda params, batch: loss_of(params, *batch), optimizer, mode, donate=False
-        )
-
-    @functools.partial(jax.jit, compiler_options=options)
-    def train_step(params, opt_state, batch):
+    def loss_of(params, batch):
         inputs, targets = batch
-        loss, grads = jax.value_and_grad(loss_of)(params, inputs, targets)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, {"loss": loss}
+        return loss_fn(model.apply(params, inputs, config.steps), targets)
 
-    return train_step
+    try:
+        return strategy.train_step(
+            loss_of, optimizer, donate=False, compiler_options=compiler_options(config)
+        )
+    except ValueError as error:
+        raise experiments.UsageError(
+            f"--parallel {strategy.name} with quick_compile=True: {error} "
+            "(or --set quick_compile=False)"
+        ) from None
 
 
-def _last_step(model: EncodeProcessDecode, num_processing_steps: int, params, inputs):
-    return model.apply(params, inputs, num_processing_steps)[-1]
+def _last_step(model: EncodeProcessDecode, steps: int, params, inputs):
+    return model.apply(params, inputs, steps)[-1]
 
 
 _PREDICT = {
@@ -255,13 +219,13 @@ _PREDICT = {
 
 
 def make_predict(model: EncodeProcessDecode, config: DemoConfig):
-    """A jitted `(params, padded inputs) -> output graph` at `config.eval_processing_steps`.
+    """A jitted `(params, padded inputs) -> output graph` at `config.eval_steps`.
 
     Compiled once per model, step count and input shape for the whole process (the model is a
     static argument), so periodic evaluations do not recompile.
     """
     predict = _PREDICT[config.quick_compile]
-    return functools.partial(predict, model, config.eval_processing_steps)
+    return functools.partial(predict, model, config.eval_steps)
 
 
 def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[tuple[GraphsTuple, int, int]]:
@@ -297,29 +261,35 @@ def predict_graphs(
 
 
 def random_batches(
-    config: DemoConfig, generate: Generate, policy: BucketPolicy, mode: str = "single"
-) -> Callable[[int], tuple[GraphsTuple, GraphsTuple]]:
-    """`step -> padded (inputs, targets)`, a pure function of the step (exact resume). Host.
+    config: DemoConfig, generate: Generate, policy: BucketPolicy, strategy: Strategy
+) -> Callable[[int], Any]:
+    """`step -> (inputs, targets)` on the devices, a pure function of the step (exact resume).
 
-    With `mode` 'pmap' or 'mesh' the graphs are split over every device
-    (`gnkit.parallel.device_batches`, whole graphs, balanced, one padded shape) and laid out
-    for that mode.
+    The graphs are split over `strategy`'s local devices (`gnkit.parallel.device_batches`:
+    whole graphs, balanced, one padded shape from `policy`; on one device, the whole batch
+    padded to its bucket) and laid out by `strategy.shard_device_batches`. Host.
     """
 
     def make_batch(step: int):
         rng = np.random.default_rng([config.seed, step])
         inputs, targets = generate(rng, config.batch_size, *config.train_sizes)
-        if mode == "single":
-            return pad_pair(inputs, targets, policy)
-        count = jax.local_device_count()
+        count = strategy.num_local_devices
         per_device = zip(
-            parallel.device_batches(inputs, count, policy),
-            parallel.device_batches(targets, count, policy),
+            device_batches(inputs, count, policy),
+            device_batches(targets, count, policy),
             strict=True,
         )
-        return parallel.shard_device_batches(list(per_device), mode)
+        return strategy.shard_device_batches(list(per_device))
 
     return make_batch
+
+
+def initial_state(
+    model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig
+) -> training.TrainingState:
+    """A fresh `TrainingState`: parameters from `config.seed`, Adam's zero moments."""
+    params = init_params(model, example, config)
+    return training.TrainingState(params=params, opt_state=make_optimizer(config).init(params))
 
 
 def run_training(
@@ -327,41 +297,35 @@ def run_training(
     model: EncodeProcessDecode,
     example: GraphsTuple,
     loss_fn,
-    make_batch,
+    generate: Generate,
+    policy: BucketPolicy,
     evaluate,
-    out_dir: Path,
-    progress: bool,
-    mode: str = "single",
-    should_stop=None,
-) -> training.TrainState:
-    """Train with `gnkit.train.fit` (resuming from `out_dir/checkpoints`); return the last state.
-
-    `mode`: 'single', or data-parallel 'pmap' / 'mesh' over every device (`make_batch` from
-    `random_batches` in the same mode). `should_stop` is `fit`'s (e.g. the flag of
-    `gnkit.train.stop_on_signals()`); without it a KeyboardInterrupt still stops the run
-    cleanly. Raises `gnkit.train.TrainingStopped` once a stopped run is saved."""
-    optimizer = make_optimizer(config)
-    params = init_params(model, example, config)
-    state = training.TrainState(params=params, opt_state=optimizer.init(params))
-    state = training.resume_or(state, out_dir / "checkpoints")
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
+) -> training.TrainingState:
+    """Train with `gnkit.train.fit` (resuming from the run's checkpoints) on `options.parallel`'s
+    strategy; return the last state. Raises `gnkit.train.TrainingStopped` once a stopped run is
+    saved (`options.should_stop`)."""
+    strategy = data_parallel(options.parallel)
+    step = make_train_step(model, make_optimizer(config), loss_fn, config, strategy)
+    checkpoints = run_dir.checkpoint_dir
+    state = training.resume_or(initial_state(model, example, config), checkpoints)
     if state.step:
-        print(f"resuming {out_dir} at step {int(state.step)}", flush=True)
+        print(f"resuming {run_dir.path} at update {int(state.step)}", flush=True)
     return training.fit(
         state,
-        make_train_step(
-            model, optimizer, loss_fn, config.num_processing_steps, compiler_options(config), mode
-        ),
-        make_batch,
-        config.train_steps,
+        step,
+        random_batches(config, generate, policy, strategy),
+        config.updates,
         examples_per_step=config.batch_size,
         evaluate=evaluate,
-        eval_every_steps=config.eval_every_steps,
-        checkpoint_dir=out_dir / "checkpoints",
-        metrics_path=out_dir / "metrics.jsonl",
-        log_every_steps=max(1, min(100, config.train_steps // 10)),
-        progress=progress,
-        mode=mode,
-        should_stop=training.StopRequest() if should_stop is None else should_stop,
+        eval_every_steps=config.eval_every_updates,
+        checkpoint_dir=checkpoints,
+        metrics_path=run_dir.metrics_path,
+        log_every_steps=max(1, min(100, config.updates // 10)),
+        progress=options.progress,
+        parallel=strategy,
+        should_stop=options.should_stop,
     )
 
 
@@ -377,30 +341,29 @@ _BOOKKEEPING = (
 
 
 def load_report_checkpoint(
-    model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, out_dir
+    model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, run_dir: Path
 ) -> tuple[Any, dict[str, Any]]:
-    """`(params, info)` of the checkpoint the reports use: `out_dir/checkpoints/best.msgpack`
+    """`(params, info)` of the checkpoint the reports use: `run_dir/checkpoints/best.msgpack`
     (best monitored score), else the latest one. `info` names the file and gives its step, its
-    score and the monitored metrics logged at that step (`validation`). Host."""
-    directory = Path(out_dir) / "checkpoints"
-    path = directory / "best.msgpack"
+    score and the monitored metrics logged at that step (`validation`). `UsageError` naming the
+    file if there is none or it does not fit `config`. Host."""
+    directory = Path(run_dir) / "checkpoints"
+    path = directory / training.BEST_CHECKPOINT
     if not path.exists():
         path = training.latest_checkpoint(directory)
     if path is None:
-        raise SystemExit(f"no checkpoint in {directory}; run `train` first")
+        raise experiments.UsageError(f"--run-dir {run_dir}: no checkpoint; run `train` first")
     params = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(config.seed), example, 1))
     opt_state = jax.eval_shape(make_optimizer(config).init, params)
-    template = training.TrainState(params=params, opt_state=opt_state)
-    try:
+    template = training.TrainingState(params=params, opt_state=opt_state)
+    with experiments.reading_file(path, "a checkpoint of this run's config"):
         state = training.load_checkpoint(path, template)
-    except training.CheckpointError as error:
-        raise SystemExit(str(error)) from None
     step = int(state.step)
     info = {
         "file": path.name,
         "step": step,
         "score": float(state.best_score) if np.isfinite(state.best_score) else None,
-        "validation": monitored_at(Path(out_dir) / "metrics.jsonl", step),
+        "validation": monitored_at(Path(run_dir) / "metrics.jsonl", step),
     }
     return state.params, info
 
@@ -415,121 +378,6 @@ def monitored_at(metrics_path: Path, step: int) -> dict[str, Any] | None:
     return None
 
 
-def prepare_out_dir(out_dir: str | Path, config: DemoConfig) -> Path:
-    """Create `out_dir` and record `config` there; refuse a directory of another config."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "config.json"
-    if path.exists() and config_from_json(path.read_text()) != config:
-        raise SystemExit(f"{out_dir} holds a run with another config; use another --out")
-    path.write_text(json.dumps(dataclasses.asdict(config), indent=2))
-    return out_dir
-
-
-def saved_config(out_dir: str | Path) -> DemoConfig:
-    path = Path(out_dir) / "config.json"
-    if not path.exists():
-        raise SystemExit(f"no config.json in {out_dir}; run `train` first")
-    return config_from_json(path.read_text())
-
-
-def earlier_training(out_dir: str | Path) -> dict[str, Any]:
-    """`train_time` of an earlier `results.json` in `out_dir` (kept when re-evaluating)."""
-    path = Path(out_dir) / "results.json"
-    if not path.exists():
-        return {}
-    earlier = json.loads(path.read_text())
-    return {"train_time": earlier["train_time"]} if "train_time" in earlier else {}
-
-
-def write_results(out_dir: Path, results: dict[str, Any]) -> None:
-    """Write `results.json` in `out_dir` and print it."""
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2))
-    print(json.dumps(results, indent=2), flush=True)
-
-
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (files only)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_training(out_dir: Path, score_key: str, score_label: str) -> None:
-    """`training.png`: training loss and the monitored score against the step."""
-    rows = training.read_metrics(out_dir / "metrics.jsonl")
-    train_rows = [row for row in rows if row["kind"] == "train"]
-    eval_rows = [row for row in rows if row["kind"] == "eval" and score_key in row]
-    plt = pyplot()
-    figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
-    loss_axis.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows])
-    loss_axis.set(xlabel="step", ylabel="training loss", yscale="log")
-    score_axis.plot([r["step"] for r in eval_rows], [r[score_key] for r in eval_rows], marker=".")
-    score_axis.set(xlabel="step", ylabel=score_label)
-    for axis in (loss_axis, score_axis):
-        axis.grid(alpha=0.3)
-    figure.savefig(out_dir / "training.png", dpi=110)
-    plt.close(figure)
-
-
-def build_parser(name: str, description: str, configs: dict[str, DemoConfig]):
-    """`train` and `eval` subcommands shared by the demos (`--run-dir` is `--out`)."""
-    command = name.replace("_", "-")
-    parser = argparse.ArgumentParser(
-        prog=f"gnkit {command}",
-        description=description,
-        epilog="Ctrl-C (SIGINT) or SIGTERM during `train` saves the run and exits with status "
-        "130 or 143; the same command resumes it exactly.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train (resumes from --out), then evaluate")
-    train.add_argument("--config", choices=sorted(configs), default="default")
-    train.add_argument("--out", "--run-dir", default=f"runs/{name}", help="run directory")
-    train.add_argument("--steps", type=int, help="training steps (default: the config's)")
-    train.add_argument("--seed", type=int, help="random seed (default: the config's)")
-    train.add_argument(
-        "--set",
-        nargs=2,
-        action="append",
-        metavar=("FIELD", "VALUE"),
-        help="override a config field with a JSON value, e.g. --set batch_size 16",
-    )
-    train.add_argument(
-        "--parallel",
-        choices=parallel.MODES,
-        default="single",
-        help="one device, or data-parallel over all devices with pmap or jit over a mesh",
-    )
-    train.add_argument("--no-progress", action="store_true")
-    evaluate = commands.add_parser("eval", help="evaluate the run in --out on the test sets")
-    evaluate.add_argument("--out", "--run-dir", default=f"runs/{name}", help="run directory")
-    return parser
-
-
-def config_from_args(args: argparse.Namespace, configs: dict[str, DemoConfig]) -> DemoConfig:
-    config = override(configs[args.config], args.set)
-    if args.steps is not None:
-        config = dataclasses.replace(config, train_steps=args.steps)
-    if args.seed is not None:
-        config = dataclasses.replace(config, seed=args.seed)
-    return config
-
-
-def run_stoppable(train: Callable[[Any], Any]) -> int:
-    """Run `train(should_stop)` with SIGINT / SIGTERM handlers that ask it to stop; the command's
-    exit status: 0, or 130 / 143 once a stopped run is saved (`fit` prints the line naming the
-    step). Main thread only (elsewhere no handler is installed)."""
-    try:
-        with training.stop_on_signals() as stop:
-            train(stop)
-    except training.TrainingStopped as stopped:
-        return stopped.exit_code
-    return 0
-
-
 class Stopwatch:
     """Wall and process CPU seconds since construction."""
 
@@ -541,3 +389,60 @@ class Stopwatch:
             "wall_seconds": round(time.time() - self.wall, 1),
             "cpu_seconds": round(time.process_time() - self.cpu, 1),
         }
+
+
+def plot_training(metrics_path: Path, path: Path | None, score_key: str, score_label: str) -> None:
+    """Training loss and the monitored score against the update, saved to `path` (nothing when
+    `path` is None or there are no metrics)."""
+    if path is None or not metrics_path.exists():
+        return
+    rows = training.read_metrics(metrics_path)
+    train_rows = [row for row in rows if row["kind"] == "train"]
+    eval_rows = [row for row in rows if row["kind"] == "eval" and score_key in row]
+    plt = experiments.pyplot()
+    figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
+    loss_axis.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows])
+    loss_axis.set(xlabel="update", ylabel="training loss", yscale="log")
+    score_axis.plot([r["step"] for r in eval_rows], [r[score_key] for r in eval_rows], marker=".")
+    score_axis.set(xlabel="update", ylabel=score_label)
+    for axis in (loss_axis, score_axis):
+        axis.grid(alpha=0.3)
+    experiments.save_figure(figure, path)
+
+
+def print_summary(results: Mapping[str, Any]) -> None:
+    """One line per test set: its metrics to 4 digits."""
+    for name, metrics in results["test"].items():
+        values = " ".join(f"{key}={value:.4g}" for key, value in metrics.items())
+        print(f"test {name}: {values}", flush=True)
+
+
+def demo(name: str, description: str, presets: Mapping[str, DemoConfig], train, evaluate):
+    """The `gnkit.experiments.Demo` of a graph_nets demo: verbs `train` and `eval`."""
+    return experiments.Demo(
+        name,
+        description,
+        presets=presets,
+        verbs=[
+            experiments.Verb("train", train, "train (resumes from --run-dir), then test"),
+            experiments.Verb(
+                "eval", evaluate, "test the best checkpoint of a run", run_dir="existing"
+            ),
+        ],
+    )
+
+
+def train_in_python(train, config: DemoConfig, run_dir, progress: bool = True, parallel="single"):
+    """Run a demo's `train` verb from Python (notebooks, tests) on `config` in `run_dir`: the
+    checks and run directory of `gnkit DEMO train`, the results returned, no files of its own."""
+    check_config(config)
+    options = experiments.Options(
+        verb="train",
+        preset=None,
+        parallel=parallel,
+        json_path=None,
+        plot=None,
+        progress=progress,
+        flags=argparse.Namespace(),
+    )
+    return train(config, open_for_config(Path(run_dir), config), options)

@@ -1,14 +1,14 @@
 """Learn mass-spring physics with a graph network, after graph_nets' physics demo.
 
-    python -m gnkit.demos.physics train                    # default config, then the report
-    python -m gnkit.demos.physics eval --out runs/physics  # re-evaluate a finished run
+    python -m gnkit.demos.physics train                        # default config, then the report
+    python -m gnkit.demos.physics eval --run-dir runs/physics  # re-evaluate a finished run
 
 Chains of 5-8 masses joined by springs (ends fixed) at a random time of their motion; an
 `EncodeProcessDecode` predicts every mass's velocity one step (0.1 s) later. The report rolls
 the model out for 50 steps from 100 chains of 4 and of 9 masses (0.5 apart, as the demo) and
 gives the mean squared position error against the simulator, plus the one-step velocity error;
-`--out` (default `runs/physics`) gets `results.json`, `metrics.jsonl`, checkpoints,
-`training.png` and `trajectories.png` (true vs predicted trajectories). Host driver.
+`--run-dir` (default `runs/physics`) gets `train.json` / `eval.json`, `metrics.jsonl`,
+checkpoints, `training.png` and `trajectories.png` (true vs predicted trajectories). Host driver.
 
 graph_nets' physics demo uses one processing step (forces act between neighbours only), batches
 of 256 systems and the same latent size, MLPs and optimiser as the other demos; so does the
@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gnkit import experiments
 from gnkit.batching import batch_np, get_node_padding_mask, pad_with_graphs
 from gnkit.demos import _graph_nets as common
 from gnkit.graph import GraphsTuple
@@ -35,22 +36,22 @@ ROLLOUT_SPACING = 0.5
 
 CONFIGS = {
     "default": common.DemoConfig(
-        train_steps=6000,
+        updates=6000,
         batch_size=256,
-        num_processing_steps=1,
-        eval_processing_steps=1,
+        steps=1,
+        eval_steps=1,
         train_sizes=(5, 8),
         test_sizes=((4, 4), (9, 9)),
         eval_graphs=100,
         eval_batch_size=100,
         monitor_graphs=200,
-        eval_every_steps=1000,
+        eval_every_updates=1000,
     ),
     "tiny": common.tiny_config(
         4,
         batch_size=16,
-        num_processing_steps=1,
-        eval_processing_steps=1,
+        steps=1,
+        eval_steps=1,
         eval_graphs=4,
         eval_batch_size=4,
         monitor_graphs=4,
@@ -108,9 +109,11 @@ def rollouts(config: common.DemoConfig, params, n_mass: int, index: int):
     return true, predicted
 
 
-def plot_trajectories(panels, path: Path) -> None:
+def plot_trajectories(panels, path: Path | None) -> None:
     """Each mass's path in the plane for one chain per panel: true solid, predicted dashed."""
-    plt = common.pyplot()
+    if path is None:
+        return
+    plt = experiments.pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for axis, (title, true, predicted) in zip(axes[0], panels, strict=True):
         colours = plt.cm.viridis(np.linspace(0, 1, true.shape[1]))
@@ -123,12 +126,17 @@ def plot_trajectories(panels, path: Path) -> None:
         axis.set(title=title, xlabel="x", ylabel="y")
         axis.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    experiments.save_figure(figure, path)
 
 
-def report(config: common.DemoConfig, params, out_dir: Path, extra: dict) -> dict:
-    """Roll out on every test chain length, plot, and write `results.json`."""
+def report(
+    config: common.DemoConfig,
+    params,
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
+    extra: dict,
+) -> dict:
+    """Roll out on every test chain length, plot, and return the results (with `extra`)."""
     watch = common.Stopwatch()
     results = {"demo": "physics", **extra, "rollout_steps": ROLLOUT_STEPS, "test": {}}
     panels = []
@@ -149,9 +157,14 @@ def report(config: common.DemoConfig, params, out_dir: Path, extra: dict) -> dic
         title = f"{n_mass} masses, {ROLLOUT_STEPS} steps"
         panels.append((title, true[:, :n_mass], predicted[:, :n_mass]))
     results["eval_time"] = watch.read()
-    plot_trajectories(panels, out_dir / "trajectories.png")
-    common.plot_training(out_dir, "velocity_mse", "one-step velocity MSE (monitored)")
-    common.write_results(out_dir, results)
+    plot_trajectories(panels, options.plot_path(run_dir, "trajectories.png"))
+    common.plot_training(
+        run_dir.metrics_path,
+        options.plot_path(run_dir, "training.png", main=False),
+        "velocity_mse",
+        "one-step velocity MSE (monitored)",
+    )
+    common.print_summary(results)
     return results
 
 
@@ -159,17 +172,11 @@ def _generate(rng, n_graphs, min_masses, max_masses):
     return mass_spring.generate_graphs(rng, n_graphs, min_masses, max_masses, ROLLOUT_STEPS)
 
 
-def train(
-    config: common.DemoConfig,
-    out_dir: str | Path,
-    progress: bool = True,
-    mode: str = "single",
-    should_stop=None,
+def train_verb(
+    config: common.DemoConfig, run_dir: experiments.RunDir, options: experiments.Options
 ) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh';
-    `should_stop` as in `gnkit.train.fit`), then roll out and plot with the best-validation
-    checkpoint (lowest monitored one-step velocity MSE); returns the results."""
-    out_dir = common.prepare_out_dir(out_dir, config)
+    """The `train` verb: train `config` in `run_dir` (resuming), then roll out and plot with the
+    best-validation checkpoint (lowest monitored one-step velocity MSE); returns the results."""
     watch = common.Stopwatch()
     low = config.train_sizes[0]
     policy = common.bucket_policy(config.batch_size, low, 2 * low - 4, config.bucket_growth)
@@ -180,42 +187,37 @@ def train(
         mse = one_step_mse(config, params, *monitor)
         return {"score": -mse, "velocity_mse": mse}
 
+    model = model_for(config)
     common.run_training(
-        config,
-        model_for(config),
-        _example(),
-        velocity_loss,
-        common.random_batches(config, _generate, policy, mode),
-        monitor_eval,
-        out_dir,
-        progress,
-        mode,
-        should_stop,
+        config, model, _example(), velocity_loss, _generate, policy, monitor_eval, run_dir, options
     )
-    train_time = watch.read()
+    params, checkpoint = common.load_report_checkpoint(model, _example(), config, run_dir.path)
+    extra = {"train_time": watch.read(), "checkpoint": checkpoint}
+    return report(config, params, run_dir, options, extra)
+
+
+def evaluate_verb(
+    config: common.DemoConfig, run_dir: experiments.RunDir, options: experiments.Options
+) -> dict:
+    """The `eval` verb: roll out with the best-validation checkpoint of an earlier run."""
     params, checkpoint = common.load_report_checkpoint(
-        model_for(config), _example(), config, out_dir
+        model_for(config), _example(), config, run_dir.path
     )
-    return report(config, params, out_dir, {"train_time": train_time, "checkpoint": checkpoint})
+    return report(config, params, run_dir, options, {"checkpoint": checkpoint})
+
+
+DEMO = common.demo("physics", __doc__.split("\n")[0], CONFIGS, train_verb, evaluate_verb)
+
+
+def train(config: common.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
+    """Train `config` in `run_dir` (resuming), then roll out and plot, as `gnkit physics train`;
+    returns the results."""
+    return common.train_in_python(train_verb, config, run_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`gnkit physics train|eval ...`; returns the exit status (130 / 143 after a stopped
-    `train`, see `common.run_stoppable`)."""
-    parser = common.build_parser("physics", __doc__.split("\n")[0], CONFIGS)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "train":
-        config = common.config_from_args(args, CONFIGS)
-        return common.run_stoppable(
-            lambda stop: train(config, args.out, not args.no_progress, args.parallel, stop)
-        )
-    config = common.saved_config(args.out)
-    params, checkpoint = common.load_report_checkpoint(
-        model_for(config), _example(), config, args.out
-    )
-    extra = {**common.earlier_training(args.out), "checkpoint": checkpoint}
-    report(config, params, Path(args.out), extra)
-    return 0
+    """`gnkit physics train|eval ...`; returns the exit status."""
+    return experiments.run(DEMO, argv)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Find shortest paths with a graph network, after graph_nets' shortest-path demo.
 
-    python -m gnkit.demos.shortest_path train                          # default config + report
-    python -m gnkit.demos.shortest_path eval --out runs/shortest_path  # re-evaluate a run
+    python -m gnkit.demos.shortest_path train                                # default config
+    python -m gnkit.demos.shortest_path eval --run-dir runs/shortest_path    # re-evaluate a run
 
 Random geographic graphs (8-16 nodes in training) with a start and an end node; an
 `EncodeProcessDecode` with 10 processing steps labels the nodes and edges on the shortest path.
 The report gives node and edge accuracy and the fraction of graphs solved (every label right) on
-8-16 and 16-32 nodes; `--out` (default `runs/shortest_path`) gets `results.json`,
-`metrics.jsonl`, checkpoints, `training.png` and `example.png`. Host driver.
+8-16 and 16-32 nodes; `--run-dir` (default `runs/shortest_path`) gets `train.json` /
+`eval.json`, `metrics.jsonl`, checkpoints, `training.png` and `example.png`. Host driver.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gnkit import experiments
 from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.tasks import shortest_path
 
 CONFIGS = {
-    "default": common.DemoConfig(train_steps=4000),
+    "default": common.DemoConfig(updates=4000),
     "tiny": common.tiny_config(6),
 }
 
@@ -61,18 +62,18 @@ TASK = labelling.ClassificationTask(
 )
 
 
-def train(
-    config: common.DemoConfig, out_dir: str | Path, progress: bool = True, mode: str = "single"
-) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh'), evaluate,
-    plot; returns the results."""
-    return labelling.train_classification(TASK, config, out_dir, progress, mode)
+DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0])
+
+
+def train(config: common.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
+    """Train `config` in `run_dir` (resuming), then test and plot, as `gnkit shortest-path train`;
+    returns the results."""
+    return common.train_in_python(DEMO.verb("train").function, config, run_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`gnkit shortest-path train|eval ...`."""
-    argv = sys.argv[1:] if argv is None else argv
-    return labelling.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
+    """`gnkit shortest-path train|eval ...`; returns the exit status."""
+    return experiments.run(DEMO, argv)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """Sort a list with a graph network, after graph_nets' sort demo.
 
-    python -m gnkit.demos.sort train                 # default config, then the test report
-    python -m gnkit.demos.sort eval --out runs/sort  # re-evaluate a finished run
+    python -m gnkit.demos.sort train                      # default config, then the report
+    python -m gnkit.demos.sort train --config tiny --run-dir runs/sort_tiny --set updates=100
+    python -m gnkit.demos.sort eval --run-dir runs/sort   # re-evaluate a finished run
 
 Each list (8-16 numbers in training) is a fully connected graph; an `EncodeProcessDecode` with
 10 processing steps labels the minimum and, for each element, the edge to the next element in
-sorted order. The report gives node and edge accuracy and the fraction of lists solved (every
-edge right) on 8-16 and 16-32 elements; `--out` (default `runs/sort`) gets `results.json`,
+sorted order. Adam at 1e-3 with cosine decay to zero, the gradient's global norm clipped at 1.
+The report gives node and edge accuracy and the fraction of lists solved (every edge right) on
+8-16 and 16-32 elements; `--run-dir` (default `runs/sort`) gets `train.json` / `eval.json`,
 `metrics.jsonl`, checkpoints, `training.png` and `example.png`. Host driver.
 """
 
@@ -18,16 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from gnkit import experiments
 from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.tasks import sorting
 
 CONFIGS = {
-    # 5000 steps: at 3000, one of three seeds (0) was still climbing (92% of 8-16 lists solved).
-    # With graph_nets' constant learning rate and no clipping, seed 0 solved every monitored
-    # list at step 2500 and then diverged in its last 100 updates (0% of test lists solved).
+    # 5000 updates: at 3000, one of three seeds (0) was still climbing (92% of 8-16 lists
+    # solved). With graph_nets' constant learning rate and no clipping, seed 0 solved every
+    # monitored list at update 2500 and then diverged in its last 100 updates (0% solved).
     "default": common.DemoConfig(
-        train_steps=5000, learning_rate_schedule="cosine", clip_gradient_norm=1.0
+        updates=5000, learning_rate_schedule="cosine", clip_gradient_norm=1.0
     ),
     "tiny": common.tiny_config(5),
 }
@@ -59,18 +62,18 @@ TASK = labelling.ClassificationTask(
 )
 
 
-def train(
-    config: common.DemoConfig, out_dir: str | Path, progress: bool = True, mode: str = "single"
-) -> dict:
-    """Train `config` into `out_dir` (resuming; `mode`: 'single', 'pmap' or 'mesh'), evaluate,
-    plot; returns the results."""
-    return labelling.train_classification(TASK, config, out_dir, progress, mode)
+DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0])
+
+
+def train(config: common.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
+    """Train `config` in `run_dir` (resuming), then test and plot, as `gnkit sort train`;
+    returns the results."""
+    return common.train_in_python(DEMO.verb("train").function, config, run_dir, progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`gnkit sort train|eval ...`."""
-    argv = sys.argv[1:] if argv is None else argv
-    return labelling.classification_main(TASK, CONFIGS, __doc__.split("\n")[0], argv)
+    """`gnkit sort train|eval ...`; returns the exit status."""
+    return experiments.run(DEMO, argv)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,10 @@ from gnkit.experiments.errors import UsageError
 from gnkit.experiments.overrides import parse_override
 from gnkit.experiments.results import write_json
 from gnkit.experiments.run_dir import RunDir, check_writable, open_existing, open_for_config
-from gnkit.experiments.stopping import stop_requests
 from gnkit.parallel import MODES
+from gnkit.train import StopRequest, TrainingStopped, exit_status, stop_on_signals
 
 PARALLEL_MODES = MODES
-STOPPED = 130
 _COMMON = ("verb", "config", "set", "seed", "run_dir", "json", "plot", "parallel", "no_progress")
 
 
@@ -133,7 +133,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_writable(args.plot, "--plot", directory=False)
 
 
-def _options(args: argparse.Namespace, should_stop: Callable[[], bool]) -> Options:
+def _options(args: argparse.Namespace, should_stop: StopRequest) -> Options:
     own = {key: value for key, value in vars(args).items() if key not in _COMMON}
     return Options(
         verb=args.verb,
@@ -158,33 +158,37 @@ def _report(results: Mapping[str, Any] | None, run_dir: RunDir | None, args) -> 
         write_json(args.json, results)
 
 
-def _run_verb(demo: Demo, argv: Sequence[str], should_stop: Callable[[], bool]) -> int:
+def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
     args = build_parser(demo).parse_args(argv)
     verb = demo.verb(args.verb)
     config, run_dir = _resolve(demo, verb, args)
     _check_outputs(args)
     results = verb.function(config, run_dir, _options(args, should_stop))
     _report(results, run_dir, args)
-    return STOPPED if should_stop() else 0
+    return should_stop.exit_code if should_stop() else 0
 
 
 def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
     """Run `gnkit DEMO ARGV...` and return the exit status.
 
     0 on success; 2 for bad input (`UsageError`, argparse errors), reported as one line,
-    `gnkit DEMO: error: ...`, on stderr; 130 when a verb returned after a stop request or was
-    interrupted. SIGINT / SIGTERM while the verb runs set `options.should_stop`
-    (`stop_requests`: the one place where the entry point handles signals).
+    `gnkit DEMO: error: ...`, on stderr; after a stop request, 130 (SIGINT) or 143 (SIGTERM),
+    whether the verb returned or let `gnkit.train.TrainingStopped` out (`fit` has printed the
+    line naming the step saved). SIGINT / SIGTERM while the verb runs set `options.should_stop`
+    (`gnkit.train.stop_on_signals`, entered here and nowhere else); the first signal puts the
+    previous handlers back, so a second Ctrl-C interrupts at once (status 130).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        with stop_requests() as should_stop:
+        with stop_on_signals() as should_stop:
             return _run_verb(demo, argv, should_stop)
     except UsageError as error:
         print(f"gnkit {demo.name}: error: {error}", file=sys.stderr)
         return 2
+    except TrainingStopped as stopped:
+        return stopped.exit_code
     except KeyboardInterrupt:
         print(f"gnkit {demo.name}: interrupted", file=sys.stderr)
-        return STOPPED
+        return exit_status(signal.SIGINT)
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 0
