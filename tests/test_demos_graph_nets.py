@@ -1,4 +1,5 @@
-"""graph_nets' three demos: masked losses, bucketed batches, tiny CLI runs; full runs are slow."""
+"""graph_nets' three demos: masked losses, bucketed batches, tiny CLI runs, bad CLI input; full
+runs are slow."""
 
 import dataclasses
 import json
@@ -18,6 +19,8 @@ from gnkit.batching import batch_np, pad_with_graphs
 from gnkit.demos import _classification as labelling
 from gnkit.demos import _graph_nets as common
 from gnkit.demos import physics, shortest_path, sort
+from gnkit.experiments import RunDir
+from gnkit.parallel import data_parallel
 from gnkit.tasks import mass_spring, sorting
 
 
@@ -60,7 +63,9 @@ def test_training_batches_fall_in_a_few_buckets():
     config = sort.CONFIGS["default"]
     low = config.train_sizes[0]
     policy = common.bucket_policy(config.batch_size, low, sort.TASK.typical_edges(low))
-    make_batch = common.random_batches(config, sorting.generate_graphs, policy)
+    make_batch = common.random_batches(
+        config, sorting.generate_graphs, policy, data_parallel("single")
+    )
     shapes = set()
     for step in range(40):
         inputs, targets = make_batch(step)
@@ -71,6 +76,11 @@ def test_training_batches_fall_in_a_few_buckets():
         shapes.add((inputs.nodes.shape[0], inputs.senders.shape[0], inputs.n_node.shape[0]))
     assert len(shapes) <= 3
     np.testing.assert_array_equal(make_batch(7)[0].nodes, make_batch(7)[0].nodes)
+    rng = np.random.default_rng([config.seed, 7])
+    first_list = sorting.generate_graphs(rng, config.batch_size, *config.train_sizes)[0][0]
+    np.testing.assert_array_equal(
+        np.asarray(make_batch(7)[0].nodes)[: len(first_list.nodes)], first_list.nodes
+    )
 
 
 def test_predictions_come_back_in_order_without_padding():
@@ -102,7 +112,7 @@ def test_sort_cli_tiny_run_learns_and_reports_its_best_checkpoint(tmp_path):
     assert sort.main(["train", "--config", "tiny", "--run-dir", str(out), "--no-progress"]) == 0
     losses = [row["loss"] for row in train_rows(out)]
     assert losses[-1] < 0.8 * losses[0]
-    trained = json.loads((out / "results.json").read_text())
+    trained = json.loads((out / "train.json").read_text())
     assert set(trained["test"]["5-5"]) == {"node_accuracy", "edge_accuracy", "solved"}
     best = best_eval_row(out)
     assert trained["checkpoint"]["file"] == "best.msgpack"
@@ -110,8 +120,9 @@ def test_sort_cli_tiny_run_learns_and_reports_its_best_checkpoint(tmp_path):
     assert trained["checkpoint"]["score"] == best["score"]
     assert trained["checkpoint"]["validation"]["solved"] == best["solved"]
     assert (out / "training.png").stat().st_size > 0 and (out / "example.png").stat().st_size > 0
-    assert sort.main(["eval", "--out", str(out)]) == 0
-    evaluated = json.loads((out / "results.json").read_text())
+    assert sort.main(["eval", "--run-dir", str(out), "--json", str(tmp_path / "eval.json")]) == 0
+    evaluated = json.loads((out / "eval.json").read_text())
+    assert json.loads((tmp_path / "eval.json").read_text()) == evaluated
     assert evaluated["test"] == trained["test"]
     assert evaluated["checkpoint"] == trained["checkpoint"]
 
@@ -120,18 +131,18 @@ def test_sort_eval_uses_best_msgpack_not_the_latest_checkpoint(tmp_path):
     """A run directory written by hand: `best.msgpack` holds the initial parameters (step 0),
     the latest checkpoint parameters shifted by 0.1; `eval` reports the initial ones."""
     config = sort.CONFIGS["tiny"]
-    out = common.prepare_out_dir(tmp_path / "sort", config)
+    out = RunDir(tmp_path / "sort", config).create()
     model, example = labelling.classification_model(config), sort.TASK.example()
     optimizer = common.make_optimizer(config)
     initial = common.init_params(model, example, config)
-    state = training.TrainState(initial, optimizer.init(initial), step=0, best_score=0.25)
+    state = training.TrainingState(initial, optimizer.init(initial), step=0, best_score=0.25)
     training.save_checkpoint(out / "checkpoints", state, "best.msgpack")
     shifted = jax.tree.map(lambda leaf: leaf + 0.1, initial)
     training.save_checkpoint(out / "checkpoints", state.replace(params=shifted, step=40))
     rows = [{"kind": "train", "step": 40, "loss": 0.5}, {"kind": "eval", "step": 40, "solved": 0.0}]
     (out / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    assert sort.main(["eval", "--out", str(out)]) == 0
-    results = json.loads((out / "results.json").read_text())
+    assert sort.main(["eval", "--run-dir", str(out)]) == 0
+    results = json.loads((out / "eval.json").read_text())
     assert results["checkpoint"] == {
         "file": "best.msgpack",
         "step": 0,
@@ -147,17 +158,19 @@ def test_sort_eval_uses_best_msgpack_not_the_latest_checkpoint(tmp_path):
 def test_sort_trains_with_pmap_and_mesh_like_one_device(tmp_path):
     """`sort train --parallel pmap|mesh` on 8 forced CPU devices (a fresh interpreter). Every
     tiny-config list has 5 elements, so the devices' equal-weight mean is the batch mean and 4
-    steps end at the single-device parameters."""
+    updates end at the single-device parameters. (`pmap` takes no XLA options, so no
+    `quick_compile`.)"""
     script = (
         "import sys\n"
         "from gnkit.demos import sort\n"
         "for mode in ('single', 'pmap', 'mesh'):\n"
-        "    code = sort.main(['train', '--config', 'tiny', '--steps', '4', '--out',\n"
-        "        f'{sys.argv[1]}/{mode}', '--parallel', mode, '--no-progress'])\n"
+        "    code = sort.main(['train', '--config', 'tiny', '--set', 'updates=4', '--set',\n"
+        "        'quick_compile=False', '--run-dir', f'{sys.argv[1]}/{mode}', '--parallel', mode,\n"
+        "        '--no-progress'])\n"
         "    assert code == 0, mode\n"
     )
     run_with_devices(script, str(tmp_path))
-    config = sort.CONFIGS["tiny"]
+    config = dataclasses.replace(sort.CONFIGS["tiny"], updates=4, quick_compile=False)
     model, example = labelling.classification_model(config), sort.TASK.example()
     params = {
         mode: jax.tree.leaves(
@@ -186,7 +199,7 @@ def test_clipping_and_cosine_schedule_of_the_sort_config():
     """One Adam step from zero moments moves each parameter by the learning rate times the
     sign of its gradient, here after clipping and at the schedule's value for step 0; the
     third update is at the cosine's value for step 2 (hand-computed)."""
-    config = dataclasses.replace(sort.CONFIGS["default"], train_steps=8, learning_rate=0.5)
+    config = dataclasses.replace(sort.CONFIGS["default"], updates=8, learning_rate=0.5)
     optimizer = common.make_optimizer(config)
     params = {"w": jnp.zeros(3)}
     grads = {"w": jnp.array([30.0, -40.0, 0.0])}
@@ -209,7 +222,7 @@ def test_sort_cli_stops_on_sigint_with_one_line_and_resumes_exactly(tmp_path):
     line naming the step saved (no traceback); rerunning the command ends at the parameters of
     an uninterrupted run."""
     command = [sys.executable, "-m", "gnkit.demos.sort", "train", "--config", "tiny"]
-    command += ["--steps", "300", "--run-dir", str(tmp_path / "stopped"), "--no-progress"]
+    command += ["--set", "updates=300", "--run-dir", str(tmp_path / "stopped"), "--no-progress"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / "stopped" / "metrics.jsonl"
     deadline = time.monotonic() + 600
@@ -224,10 +237,10 @@ def test_sort_cli_stops_on_sigint_with_one_line_and_resumes_exactly(tmp_path):
     step = int(stop_lines[0].split()[5].rstrip(";"))
     assert 0 < step < 300
     assert subprocess.run(command, capture_output=True, timeout=600).returncode == 0
-    config = dataclasses.replace(sort.CONFIGS["tiny"], train_steps=300)
+    config = dataclasses.replace(sort.CONFIGS["tiny"], updates=300)
     sort.train(config, tmp_path / "straight", progress=False)
-    params = common.init_params(labelling.classification_model(config), sort.TASK.example(), config)
-    template = training.TrainState(params, common.make_optimizer(config).init(params))
+    model = labelling.classification_model(config)
+    template = common.initial_state(model, sort.TASK.example(), config)
     states = []
     for run in ("stopped", "straight"):
         assert training.checkpoint_steps(tmp_path / run / "checkpoints")[-1] == 300
@@ -235,6 +248,55 @@ def test_sort_cli_stops_on_sigint_with_one_line_and_resumes_exactly(tmp_path):
         states.append(training.load_checkpoint(path, template))
     for got, want in zip(*(jax.tree.leaves((s.params, s.opt_state)) for s in states), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# Bad input at the command line: every demo answers with exit status 2 and one line naming the
+# flag or file, no traceback, and writes nothing. `run` is the directory of a tiny run (its
+# config.json, and a corrupt best checkpoint); `a_file` is a file.
+BAD_INPUTS = [
+    (["train", "--set", "updates=0"], "--set updates=0: updates must be >= 1"),
+    (["train", "--set", "updates=-5"], "--set updates=-5: updates must be >= 1"),
+    (["train", "--set", "steps=0"], "--set steps=0: steps must be >= 1"),
+    (["train", "--set", "eval_steps=-1"], "--set eval_steps=-1: eval_steps must be >= 1"),
+    (["train", "--set", "num_processing_steps=3"], "--set num_processing_steps=3: unknown key"),
+    (["train", "--set", "updates=many"], "--set updates=many: expected int"),
+    (["train", "--set", "layer_norm=maybe"], "--set layer_norm=maybe: expected bool"),
+    (["train", "--set", "train_sizes=9,4"], "size range (9, 4): expected min <= max"),
+    (["train", "--run-dir", "a_file"], "--run-dir a_file: is a file, expected a directory"),
+    (["train", "--run-dir", "run", "--set", "updates=41"], "--run-dir run holds a run with"),
+    (["train", "--run-dir", "run", "--parallel", "pmap"], "--parallel pmap with quick_compile"),
+    (["train", "--out", "run"], "unrecognized arguments: --out run"),
+    (["eval", "--run-dir", "run"], "run/checkpoints/best.msgpack: expected a checkpoint"),
+    (["eval", "--run-dir", "nowhere"], "--run-dir nowhere: expected the directory of"),
+]
+
+
+def tree(root):
+    """Every path under `root` with its bytes (None for directories)."""
+    return {
+        str(path.relative_to(root)): None if path.is_dir() else path.read_bytes()
+        for path in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("demo", [sort, shortest_path, physics], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("argv, message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_cli_input_is_one_line_exit_2_and_writes_nothing(
+    demo, argv, message, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_file").write_text("not a directory")
+    run = RunDir(tmp_path / "run", demo.CONFIGS["tiny"]).create()
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "best.msgpack").write_bytes(b"\x93not a checkpoint")
+    before = tree(tmp_path)
+    preset = [] if argv[0] == "eval" else ["--config", "tiny"]
+    status = demo.main([*argv, *preset, "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"gnkit {demo.DEMO.name}: error: ") and message in err, err
+    assert tree(tmp_path) == before
 
 
 # The README's table: each demo's command (default config, seed 0) and its numbers, measured
@@ -247,7 +309,7 @@ README_PHYSICS_ROLLOUT_MSE = {"4 masses": (0.079, 0.3), "9 masses": (0.279, 0.5)
 
 def run_readme_command(main, run_dir) -> dict:
     assert main(["train", "--run-dir", str(run_dir), "--no-progress"]) == 0
-    return json.loads((run_dir / "results.json").read_text())
+    return json.loads((run_dir / "train.json").read_text())
 
 
 @pytest.mark.slow

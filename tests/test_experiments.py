@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from gnkit import experiments
+from gnkit import train as training
 from gnkit.experiments import UsageError, Verb, setting
-from gnkit.experiments.stopping import stop_requests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -403,8 +403,8 @@ def test_stop_request_then_resume(workdir, capsys):
     status, _, err = run_toy(
         capsys, "train", "--run-dir", "r", "--set", "updates=4", "--signal-at", "2"
     )
-    assert status == 130
-    assert "SIGTERM: stopping at the next safe point" in err
+    assert status == 143
+    assert "Traceback" not in err
     assert [row["update"] for row in metrics_rows(workdir / "r")] == [1, 2]
     assert json.loads((workdir / "r" / "train.json").read_text())["x"] == 0.25
 
@@ -418,14 +418,50 @@ def test_stop_request_then_resume(workdir, capsys):
 # Stop requests, declarations, imports.
 
 
-def test_stop_requests_sets_a_flag_then_restores_handlers():
-    original = signal.getsignal(signal.SIGINT)
-    with stop_requests() as should_stop:
-        assert not should_stop()
+def stop_and_check(signal_number):
+    """A verb that signals itself, sees the stop request, and finds the previous handler back
+    (so a second Ctrl-C would interrupt at once)."""
+
+    def verb(config, run_dir, options):
+        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        assert not options.should_stop()
+        os.kill(os.getpid(), signal_number)
+        assert options.should_stop()
+        assert signal.getsignal(signal_number) is not previous[signal_number]
+        return {"stopped": True}
+
+    return verb
+
+
+@pytest.mark.parametrize("signal_number, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_verb_exits_128_plus_the_signal(workdir, capsys, signal_number, status):
+    before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    verbs = [Verb("go", stop_and_check(signal_number), "go", run_dir=None)]
+    demo = dataclasses.replace(TOY, verbs=verbs)
+    assert experiments.run(demo, ["go", "--json", "out.json"]) == status
+    assert json.loads((workdir / "out.json").read_text()) == {"stopped": True}
+    assert {number: signal.getsignal(number) for number in before} == before
+
+
+def test_first_signal_puts_the_previous_handler_back(workdir, capsys):
+    def verb(config, run_dir, options):
+        default = signal.default_int_handler
         os.kill(os.getpid(), signal.SIGINT)
-        assert should_stop()
-        assert signal.getsignal(signal.SIGINT) is original  # a second Ctrl-C interrupts
-    assert signal.getsignal(signal.SIGINT) is original
+        assert options.should_stop() and signal.getsignal(signal.SIGINT) is default
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C interrupts at once
+        raise AssertionError("not reached")
+
+    demo = dataclasses.replace(TOY, verbs=[Verb("go", verb, "go", run_dir=None)])
+    assert experiments.run(demo, ["go"]) == 130
+    assert capsys.readouterr().err == "gnkit toy: interrupted\n"
+
+
+def test_training_stopped_from_a_verb_gives_its_exit_status(workdir, capsys):
+    def verb(config, run_dir, options):
+        raise training.TrainingStopped(3, None, signal.SIGTERM)
+
+    demo = dataclasses.replace(TOY, verbs=[Verb("go", verb, "go", run_dir=None)])
+    assert experiments.run(demo, ["go"]) == 143
 
 
 def test_usage_error_from_a_verb_is_one_line(workdir, capsys):

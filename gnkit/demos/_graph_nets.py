@@ -201,10 +201,10 @@ def make_train_step(
         return strategy.train_step(
             loss_of, optimizer, donate=False, compiler_options=compiler_options(config)
         )
-    except ValueError as error:
+    except ValueError:
         raise experiments.UsageError(
-            f"--parallel {strategy.name} with quick_compile=True: {error} "
-            "(or --set quick_compile=False)"
+            f"--parallel {strategy.name} with quick_compile=True: {strategy.name} takes no XLA "
+            "compiler options; use --parallel mesh, or --set quick_compile=False"
         ) from None
 
 

@@ -17,7 +17,9 @@ A demo declares a typed config (a frozen dataclass, named presets such as `tiny`
   checked before anything runs;
 - `--json` results, figures only where asked or into the run directory (`Options.plot_path`),
   matplotlib imported on first use (`pyplot`);
-- SIGINT / SIGTERM handled by the entry point only: verbs poll `options.should_stop()`.
+- SIGINT / SIGTERM handled by the entry point only (`gnkit.train.stop_on_signals`): verbs poll
+  `options.should_stop()` or pass it to `gnkit.train.fit`; a stopped command exits with 130
+  (SIGINT) or 143 (SIGTERM), and a second Ctrl-C interrupts at once.
 
 Typed values are parsed with tyro's constructor registry (see `overrides` for why tyro, and why
 argparse lays out the verbs). Host.

@@ -4,7 +4,9 @@ A verb is `function(config, run_dir, options) -> results dict | None`. `config` 
 config (preset or saved run, `--seed` and `--set` applied, constraints checked); `run_dir` the
 `RunDir` (`None` for verbs without one); `options` the common flags, the verb's own flags and
 `should_stop`, a callable that turns true once the user asked the process to stop (SIGINT or
-SIGTERM): a training loop checks it between updates, saves and returns. Host.
+SIGTERM; a `gnkit.train.StopRequest` under `run`): a training loop checks it between updates,
+saves and returns, or passes it to `gnkit.train.fit`, whose `TrainingStopped` the entry point
+turns into the exit status. Host.
 """
 
 from __future__ import annotations
