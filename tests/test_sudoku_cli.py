@@ -12,10 +12,13 @@ import sys
 import time
 from importlib import resources
 
+import flax.serialization
 import numpy as np
 import pytest
 
+from gnkit import experiments
 from gnkit.demos import sudoku as demo
+from gnkit.demos.sudoku.model_files import read_config
 from gnkit.tasks import sudoku
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -28,7 +31,7 @@ QUIZ = "000000010400000000020000000000050407008000300001090000300400200050100000
 def _one_line_error(capsys) -> str:
     captured = capsys.readouterr()
     error = captured.err.strip()
-    assert error.startswith("error: ") and "\n" not in error, captured.err
+    assert error.startswith("gnkit sudoku: error: ") and "\n" not in error, captured.err
     assert "Traceback" not in captured.err + captured.out
     return error
 
@@ -46,47 +49,35 @@ def _package_digest() -> str:
 
 
 @pytest.mark.parametrize(
-    ("field", "text", "value"),
+    ("assignment", "value"),
     [
-        ("remat", "block", "block"),
-        ("remat", "step", "step"),
-        ("remat", "true", True),
-        ("remat", "False", False),
-        ("cosine_decay", "yes", True),
-        ("cosine_decay", "0", False),
-        ("hidden_size", "64", 64),
-        ("learning_rate", "1e-3", 0.001),
-        ("cell", "gru", "gru"),
+        ("remat=block", "block"),
+        ("remat=step", "step"),
+        ("remat=true", True),
+        ("remat=False", False),
+        ("cosine_decay=true", True),
+        ("hidden_size=64", 64),
+        ("learning_rate=1e-3", 0.001),
+        ("cell=gru", "gru"),
+        ("steps=8", 8),
     ],
 )
-def test_set_parses_each_field_by_its_declared_type(field, text, value):
-    args = demo.build_parser().parse_args(["train", "--set", field, text])
-    config = demo.apply_overrides(TINY, args.set)
-    assert getattr(config, field) == value
-    assert type(getattr(config, field)) is type(value)
-    assert dataclasses.replace(config, **{field: getattr(TINY, field)}) == TINY
+def test_set_parses_each_field_by_its_declared_type(assignment, value):
+    field, parsed = experiments.parse_override(demo.SudokuConfig, assignment)
+    assert field == assignment.split("=")[0]
+    assert parsed == value and type(parsed) is type(value)
 
 
-@pytest.mark.parametrize(
-    ("field", "text", "expected"),
-    [
-        ("remat", "bloc", "true, false, 'step' or 'block'"),
-        ("cosine_decay", "maybe", "true or false"),
-        ("hidden_size", "1.5", "an int"),
-        ("learning_rate", "fast", "a float"),
-        ("cell", "rnn", "'lstm', 'gru' or 'mlp'"),
-        ("hidden", "64", "unknown config field"),
-    ],
-)
-def test_set_rejects_bad_values_in_one_line_and_writes_nothing(
-    tmp_path, capsys, field, text, expected
-):
+@pytest.mark.slow
+def test_set_remat_block_reaches_the_model_and_trains(tmp_path):
     run_dir = tmp_path / "run"
-    argv = ["train", "--config", "tiny", "--run-dir", str(run_dir), "--set", field, text]
-    assert demo.main(argv) == 2
-    error = _one_line_error(capsys)
-    assert f"--set {field}" in error and expected in error
-    assert not run_dir.exists()
+    argv = ["train", "--config", "tiny", "--run-dir", str(run_dir), "--set", "remat=block"]
+    argv += ["--updates", "1", "--valid-per-level", "1", "--valid-givens", "30", "--no-progress"]
+    assert demo.main(argv) == 0
+    config = read_config(run_dir / "config.json")
+    assert config == dataclasses.replace(TINY, remat="block")
+    assert config.model().remat == "block"
+    assert json.loads((run_dir / "train.json").read_text())["updates"] == 1
 
 
 def test_train_refuses_a_run_dir_holding_another_config(tmp_path, capsys):
@@ -94,11 +85,19 @@ def test_train_refuses_a_run_dir_holding_another_config(tmp_path, capsys):
     run_dir.mkdir()
     saved = json.dumps(dataclasses.asdict(TINY))
     (run_dir / "config.json").write_text(saved)
-    argv = ["train", "--config", "tiny", "--run-dir", str(run_dir), "--set", "remat", "block"]
+    argv = ["train", "--config", "tiny", "--run-dir", str(run_dir), "--set", "remat=block"]
     assert demo.main(argv) == 2
-    assert "--run-dir" in _one_line_error(capsys)
+    error = _one_line_error(capsys)
+    assert "--run-dir" in error and "remat False there, 'block' here" in error
     assert (run_dir / "config.json").read_text() == saved
     assert sorted(path.name for path in run_dir.iterdir()) == ["config.json"]
+
+
+def test_the_shipped_model_config_keeps_its_old_field_name():
+    """The shipped config.json says `num_steps` (the name before the demos' convention)."""
+    path = PACKAGE / "pretrained" / "sudoku_rrn" / "config.json"
+    assert json.loads(path.read_text())["num_steps"] == 16
+    assert read_config(path) == dataclasses.replace(demo.CONFIGS["cpu"], steps=16)
 
 
 def test_train_refuses_an_unknown_data_set_before_writing(tmp_path, capsys):
@@ -151,10 +150,8 @@ def test_eval_writes_nothing_unless_asked(tmp_path, monkeypatch, capsys):
 
 
 def test_export_needs_a_target(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        demo.main(["export", "--from", "runs/sudoku"])
-    assert exit_info.value.code == 2
-    assert "--to" in capsys.readouterr().err
+    assert demo.main(["export", "--from", "runs/sudoku"]) == 2
+    assert "--to" in _one_line_error(capsys)
 
 
 @pytest.mark.parametrize(
@@ -187,6 +184,89 @@ def test_writing_flags_refuse_the_package(tmp_path, capsys):
     assert demo.main(["train", "--config", "tiny", "--run-dir", str(run_dir)]) == 2
     assert "--run-dir" in _one_line_error(capsys)
     assert not plot.exists() and not run_dir.exists()
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory) -> pathlib.Path:
+    """A folder of the files the bad-input table points at."""
+    tmp_path = tmp_path_factory.mktemp("bad_inputs")
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "binary.csv").write_bytes(bytes(range(256)) * 4)
+    shipped = sudoku.shipped_data(sudoku.VALID_SET).read_bytes()
+    (tmp_path / "truncated.csv.xz").write_bytes(shipped[:2000])
+    (tmp_path / "short_rows.csv").write_text("0" * 80 + "," + "1" * 80 + "\n")
+    (tmp_path / "one_column.csv").write_text("0" * 81 + "\n")
+    tiny_params = flax.serialization.to_bytes(demo.init_state(TINY).params)
+    models = {
+        "corrupt": (TINY, b"not a msgpack file"),
+        "resized": (dataclasses.replace(TINY, hidden_size=12), tiny_params),
+        "restructured": (dataclasses.replace(TINY, encoder_layers=2), tiny_params),
+    }
+    for name, (config, params) in models.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
+        (tmp_path / name / "params.msgpack").write_bytes(params)
+    (tmp_path / "badrun" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "badrun" / "config.json").write_text(json.dumps(dataclasses.asdict(TINY)))
+    (tmp_path / "badrun" / "checkpoints" / "checkpoint_000000001.msgpack").write_bytes(b"\0x")
+    (tmp_path / "badconfig").mkdir()
+    (tmp_path / "badconfig" / "config.json").write_text("{not json")
+    return tmp_path
+
+
+TRAIN = ["train", "--config", "tiny", "--run-dir", "{tmp}/run"]
+BAD_INPUTS = [
+    (TRAIN + ["--set", "updates=0"], "--set updates=0: updates must be >= 1"),
+    (TRAIN + ["--set", "updates=-3"], "--set updates=-3: updates must be >= 1"),
+    (TRAIN + ["--updates", "0"], "argument --updates: expected an integer >= 1, got '0'"),
+    (TRAIN + ["--set", "steps=0"], "--set steps=0: steps must be >= 1"),
+    (TRAIN + ["--set", "curriculum_start_givens=12"], "curriculum_start_givens must be in 17-34"),
+    (TRAIN + ["--eval-every-min", "0"], "argument --eval-every-min: expected a number > 0"),
+    (TRAIN + ["--valid-givens", "5,6"], "--valid-givens 5,6: no puzzles of these givens"),
+    (TRAIN + ["--set", "hidden=64"], "--set hidden=64: unknown key 'hidden'"),
+    (TRAIN + ["--set", "hidden_size=wide"], "--set hidden_size=wide: expected int"),
+    (TRAIN + ["--set", "remat=bloc"], "--set remat=bloc: expected bool | Literal['step', 'block']"),
+    (TRAIN + ["--valid", "{tmp}/binary.csv"], "--valid {tmp}/binary.csv: expected a quiz,solution"),
+    (TRAIN + ["--pool", "{tmp}/truncated.csv.xz"], "--pool {tmp}/truncated.csv.xz: expected"),
+    (["train", "--config", "tiny", "--run-dir", "{tmp}/a_file"], "--run-dir {tmp}/a_file: is a"),
+    (["eval", "--steps", "0"], "argument --steps: expected an integer >= 1, got '0'"),
+    (["solve", QUIZ, "--steps", "-2"], "argument --steps: expected an integer >= 1, got '-2'"),
+    (["eval", "--per-level", "0"], "argument --per-level: expected an integer >= 1, got '0'"),
+    (["demo", "--per-level", "-1"], "argument --per-level: expected an integer >= 1, got '-1'"),
+    (["eval", "--data", "{tmp}/binary.csv"], "--data {tmp}/binary.csv: expected a quiz,solution"),
+    (["eval", "--data", "{tmp}/truncated.csv.xz"], "--data {tmp}/truncated.csv.xz: expected"),
+    (["eval", "--data", "{tmp}/short_rows.csv"], "row 1: a Sudoku board is 81 characters"),
+    (["eval", "--data", "{tmp}/one_column.csv"], "row 1: expected 2 columns"),
+    (["eval", "--checkpoint", "{tmp}/corrupt"], "--checkpoint {tmp}/corrupt/params.msgpack: expe"),
+    (["eval", "--checkpoint", "{tmp}/resized"], "params.msgpack: expected an array of shape [12]"),
+    (["solve", QUIZ, "--checkpoint", "{tmp}/restructured"], "restructured/params.msgpack: ex"),
+    (["eval", "--checkpoint", "{tmp}/badrun"], "badrun/checkpoints/checkpoint_000000001.msgpack"),
+    (["eval", "--checkpoint", "{tmp}/badconfig"], "badconfig/config.json: expected a config JSON"),
+    (["eval", "--checkpoint", "{tmp}/nowhere"], "--checkpoint {tmp}/nowhere: no config.json"),
+    (["eval", "--json", "{tmp}"], "--json {tmp}: is a directory"),
+    (["curves", "--run", "cpu"], "--run cpu: expected NAME=RUN_DIR"),
+    (["curves", "--run", "cpu={tmp}/nowhere"], "--run {tmp}/nowhere/metrics.jsonl: expected"),
+    (["export", "--from", "{tmp}/nowhere", "--to", "{tmp}/out"], "--from {tmp}/nowhere: no config"),
+]
+
+
+def _tree(root: pathlib.Path) -> dict[str, bytes]:
+    return {str(path): path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), BAD_INPUTS, ids=[" ".join(argv[-2:])[:40] for argv, _ in BAD_INPUTS]
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    bad_files, tmp_path, monkeypatch, capsys, argv, expected
+):
+    monkeypatch.chdir(tmp_path)
+    before = _tree(bad_files)
+    argv = [item.format(tmp=bad_files) for item in argv] + ["--no-progress"]
+    assert demo.main(argv) == 2
+    error = _one_line_error(capsys)
+    assert expected.format(tmp=bad_files) in error
+    assert _tree(bad_files) == before and list(tmp_path.iterdir()) == []
 
 
 def _with(cells: dict[int, str]) -> str:
@@ -228,7 +308,8 @@ def test_solve_error_through_the_installed_command():
     )
     assert completed.returncode == 2
     assert re.fullmatch(
-        r"error: the givens contradict each other: .*\(same row\)\n", completed.stderr
+        r"gnkit sudoku: error: the givens contradict each other: .*\(same row\)\n",
+        completed.stderr,
     )
 
 

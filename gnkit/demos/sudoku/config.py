@@ -135,8 +135,8 @@ def make_optimizer(config: SudokuConfig) -> optax.GradientTransformation:
     return optax.chain(optax.add_decayed_weights(config.l2, mask=kernels), optax.adam(schedule))
 
 
-def init_state(config: SudokuConfig) -> training.TrainState:
-    """A fresh `TrainState` for `config` (parameters from `config.seed`)."""
+def init_state(config: SudokuConfig) -> training.TrainingState:
+    """A fresh `TrainingState` for `config` (parameters from `config.seed`)."""
     quizzes = jnp.zeros((1, sudoku.NUM_CELLS), jnp.int32)
     params = config.model().init(jax.random.PRNGKey(config.seed), quizzes, 1)
-    return training.TrainState(params=params, opt_state=make_optimizer(config).init(params))
+    return training.TrainingState(params=params, opt_state=make_optimizer(config).init(params))

@@ -71,8 +71,9 @@ def validation_data(flags) -> tuple[np.ndarray, np.ndarray]:
     valid = load_data(flags.valid, "--valid")
     valid = validation_slice(valid, flags.valid_per_level, flags.valid_givens)
     if not len(valid[0]):
+        levels = ",".join(map(str, flags.valid_givens))
         raise experiments.UsageError(
-            f"--valid-givens {flags.valid_givens}: no puzzles of these givens in {flags.valid}"
+            f"--valid-givens {levels}: no puzzles of these givens in {flags.valid}"
         )
     return valid
 
@@ -80,8 +81,9 @@ def validation_data(flags) -> tuple[np.ndarray, np.ndarray]:
 def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiments.Options):
     """The `train` verb: resumes from the run directory if it holds checkpoints.
 
-    The flags and data are checked before anything is written. After a stop request the state
-    is saved and the verb returns None; else it returns the final validation metrics.
+    The flags and data are checked before anything is written. After a stop request `fit` saves
+    the state and raises `training.TrainingStopped` (the entry point exits 130 or 143); else the
+    verb returns the updates done and the final validation metrics.
     """
     flags = options.flags
     check_outside_package(run_dir.path, "--run-dir")
@@ -98,27 +100,22 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
         f"{strategy.name} on {strategy.num_local_devices} device(s)",
         flush=True,
     )
-    evaluate = make_evaluate(config, valid, flags.valid_steps or config.eval_steps)
-    try:
-        state = training.fit(
-            state,
-            make_train_step(config, strategy),
-            make_batches(config, pool, strategy),
-            flags.updates or config.updates,
-            examples_per_step=config.batch_size,
-            evaluate=evaluate,
-            eval_every_s=flags.eval_every_min * 60,
-            checkpoint_dir=run_dir.checkpoint_dir,
-            checkpoint_every_s=flags.checkpoint_every_min * 60,
-            metrics_path=run_dir.metrics_path,
-            log_every_steps=flags.log_every,
-            progress=options.progress,
-            mode=strategy.name,
-            mesh=strategy.mesh,
-            should_stop=options.should_stop,
-        )
-    except training.TrainingStopped:
-        return None
+    state = training.fit(
+        state,
+        make_train_step(config, strategy),
+        make_batches(config, pool, strategy),
+        flags.updates or config.updates,
+        examples_per_step=config.batch_size,
+        evaluate=make_evaluate(config, valid, flags.valid_steps or config.eval_steps),
+        eval_every_s=flags.eval_every_min * 60,
+        checkpoint_dir=run_dir.checkpoint_dir,
+        checkpoint_every_s=flags.checkpoint_every_min * 60,
+        metrics_path=run_dir.metrics_path,
+        log_every_steps=flags.log_every,
+        progress=options.progress,
+        parallel=strategy,
+        should_stop=options.should_stop,
+    )
     return {
         "updates": int(state.step),
         "puzzles_seen": int(state.step) * config.batch_size,
