@@ -362,7 +362,7 @@ def subset(data: dict[str, np.ndarray], num_scenes: int) -> dict[str, np.ndarray
 
 def _init_state(model: nn.Module, config: PrettyClevrConfig, example: dict, num_steps: int):
     params = model.init(jax.random.key(config.seed), example, num_steps)
-    return training.TrainState(params=params, opt_state=optimizer(config).init(params))
+    return training.TrainingState(params=params, opt_state=optimizer(config).init(params))
 
 
 def train_model(
@@ -371,7 +371,7 @@ def train_model(
     datasets: dict[str, dict[str, np.ndarray]],
     run_dir: experiments.RunDir,
     options: experiments.Options,
-) -> training.TrainState:
+) -> training.TrainingState:
     """Train model `name` in `run_dir/checkpoints/<name>` (resuming), with its metrics in
     `run_dir/metrics_<name>.jsonl`. Raises `training.TrainingStopped` after a stop request."""
     model, num_steps = build_model(name, config), model_steps(name, config)
@@ -395,8 +395,7 @@ def train_model(
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
         log_every_steps=max(1, min(100, config.eval_every_updates)),
         progress=options.progress,
-        mode=strategy.name,
-        mesh=strategy.mesh,
+        parallel=strategy,
         should_stop=options.should_stop,
     )
 
@@ -411,11 +410,17 @@ def load_trained(name: str, config: PrettyClevrConfig, run_dir: experiments.RunD
     model, num_steps = build_model(name, config), model_steps(name, config)
     example = question_batch(datasets["test"], np.arange(2))
     template = _init_state(model, config, example, num_steps)
-    with experiments.reading_file(path, f"a checkpoint of model {name} of this config"):
-        return training.load_checkpoint(path, template)
+    expected = f"a checkpoint of model {name} of this config"
+    with experiments.reading_file(path, expected):
+        state = training.load_checkpoint(path, template)
+    if jax.tree_util.tree_map(np.shape, state.params) != jax.tree_util.tree_map(
+        np.shape, template.params
+    ):
+        raise experiments.file_error(path, f"{expected} (parameter shapes differ)")
+    return state
 
 
-def evaluate_models(config, run_dir, options, states: dict[str, training.TrainState], datasets):
+def evaluate_models(config, run_dir, options, states: dict[str, training.TrainingState], datasets):
     """Test accuracy per model (per step for the RRN) and number of jumps; table, figures."""
     test = datasets["test"]
     results: dict[str, Any] = {"test_scenes": config.test_scenes, "models": {}}
@@ -517,14 +522,11 @@ def plot_scene(data, predictions: dict[str, np.ndarray], path: Path, question: i
 
 def train(config: PrettyClevrConfig, run_dir: experiments.RunDir, options: experiments.Options):
     """The `train` verb: each model of `config.models` in turn (resuming), then the test table
-    and figures of each model's best validated state. Returns the results (also `train.json`),
-    or None after a stop request."""
+    and figures of each model's best validated state. Returns the results (also `train.json`);
+    a stop request ends it with `training.TrainingStopped` once the model in training is saved."""
     datasets = make_datasets(config)
-    try:
-        for name in config.models:
-            train_model(name, config, datasets, run_dir, options)
-    except training.TrainingStopped:
-        return None
+    for name in config.models:
+        train_model(name, config, datasets, run_dir, options)
     states = {name: load_trained(name, config, run_dir, datasets) for name in config.models}
     return evaluate_models(config, run_dir, options, states, datasets)
 
