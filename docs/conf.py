@@ -49,3 +49,34 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_static_path = []
+
+
+def _end_indented_blocks(app, what, name, obj, options, lines):
+    """Insert a blank line where an indented block is followed directly by a less indented line.
+
+    Docstrings here are written as plain text: a list indented under a sentence and then the next
+    sentence, with no blank line between. reStructuredText reads the indented part as a definition
+    list and warns that it "ends without a blank line"; a blank line there keeps the same reading.
+    """
+
+    def indent(line):
+        return len(line) - len(line.lstrip())
+
+    fixed = []
+    for line in lines:
+        previous = fixed[-1] if fixed else ""
+        if (
+            line.strip()
+            and previous.strip()
+            and indent(line) < indent(previous)
+            and not previous.lstrip().startswith((">>>", "..."))
+            and not line.lstrip().startswith((">>>", "..."))
+        ):
+            fixed.append("")
+        fixed.append(line)
+    lines[:] = fixed
+
+
+def setup(app):
+    # Before napoleon (priority 500), which reads the same plain-text layout.
+    app.connect("autodoc-process-docstring", _end_indented_blocks, priority=400)
