@@ -182,6 +182,7 @@ def draw_scene(ax, positions, colors, markers, path=None, size: float = 120.0) -
                 arrowprops={"arrowstyle": "->", "color": "0.35", "shrinkA": 7, "shrinkB": 7},
                 zorder=2,
             )
+    ax.margins(0.1)
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
