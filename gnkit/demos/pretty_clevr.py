@@ -475,7 +475,7 @@ def format_table(results: dict[str, Any]) -> str:
 def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
     """Accuracy vs number of jumps, one curve per model and per RRN step count (Figure 2b)."""
     plt = experiments.pyplot()
-    figure, ax = plt.subplots(figsize=(6.4, 4.4))
+    figure, ax = plt.subplots(figsize=(7.6, 4.4))
     jumps = np.arange(task.NUM_JUMPS)
     rrn_rows = results["models"].get("rrn", {}).get("accuracy_by_jumps", [])
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(rrn_rows))))
@@ -491,7 +491,7 @@ def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("test accuracy")
     ax.set_ylim(0, 1.02)
     ax.set_title("Pretty-CLEVR: accuracy by number of jumps")
-    ax.legend(fontsize=7, ncol=2, loc="lower left")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     figure.tight_layout()
     return experiments.save_figure(figure, path)
 
