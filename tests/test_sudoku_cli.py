@@ -377,3 +377,17 @@ def test_readme_headline_eval_command_gives_the_readme_table(tmp_path):
     assert abs(float(overall.group(1)) - overall_puzzles) <= 0.1
     assert abs(float(overall.group(2)) - overall_cells) <= 0.1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_curves_draws_only_where_asked(tmp_path, monkeypatch, capsys):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = {"kind": "eval", "step": 2, "examples": 64, "cpu_minutes": 3.0,
+              "eval_cpu_minutes": 0.5, "per_givens": {"17": {"puzzle": 0.25, "cell": 0.5}}}
+    (run_dir / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert demo.main(["curves", "--run", f"cpu={run_dir}"]) == 0
+    assert "cpu       64 puzzles     2.5 CPU-min  17:25%/50%" in capsys.readouterr().out
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
+    assert demo.main(["curves", "--run", f"cpu={run_dir}", "--plot", "plots/c.png"]) == 0
+    assert sorted(path.name for path in (tmp_path / "plots").iterdir()) == ["c.png", "c_cells.png"]

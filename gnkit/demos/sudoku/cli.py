@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gnkit import experiments
 from gnkit.demos.sudoku.config import CONFIGS
@@ -13,26 +13,20 @@ from gnkit.demos.sudoku.recipe import train
 from gnkit.demos.sudoku.verbs import curves, demo, evaluate, export_model, solve
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    """An argparse type: a `kind` (int or float) above 0."""
+    expected = "an integer >= 1" if kind is int else "a number > 0"
 
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
 
-def positive_float(text: str) -> float:
-    """An argparse type: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
+    return parse
 
 
 def givens_levels(text: str) -> list[int]:
@@ -45,24 +39,23 @@ def givens_levels(text: str) -> list[int]:
         ) from None
 
 
-def _model_flags(parser: argparse.ArgumentParser, steps: bool = True) -> None:
+def _model_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", default=PRETRAINED, help="'pretrained', a run or an export directory"
     )
-    if steps:
-        parser.add_argument("--steps", type=positive_int, default=64, help="message-passing steps")
+    parser.add_argument("--steps", type=positive(int), default=64, help="message-passing steps")
 
 
 def _eval_flags(parser: argparse.ArgumentParser) -> None:
     _model_flags(parser)
     parser.add_argument("--data", default="rrn_valid_slice", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--per-level", type=positive_int, help="first N puzzles of each level")
+    parser.add_argument("--per-level", type=positive(int), help="first N puzzles of each level")
 
 
 def _demo_flags(parser: argparse.ArgumentParser) -> None:
     _model_flags(parser)
     parser.add_argument("--data", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--per-level", type=positive_int, default=20, help="puzzles per level")
+    parser.add_argument("--per-level", type=positive(int), default=20, help="puzzles per level")
 
 
 def _solve_flags(parser: argparse.ArgumentParser) -> None:
@@ -81,16 +74,16 @@ def _curves_flags(parser: argparse.ArgumentParser) -> None:
 
 def _train_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--updates", type=positive_int, help="stop after N updates (schedule: config updates)"
+        "--updates", type=positive(int), help="stop after N updates (schedule: config updates)"
     )
     parser.add_argument("--pool", default="royle17_train_pool", help=f"{DATA_HELP} (%(default)s)")
     parser.add_argument("--valid", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--valid-per-level", type=positive_int, default=30)
+    parser.add_argument("--valid-per-level", type=positive(int), default=30)
     parser.add_argument("--valid-givens", type=givens_levels, help="levels to validate on: 20,30")
-    parser.add_argument("--valid-steps", type=positive_int, help="default: config eval_steps")
-    parser.add_argument("--eval-every-min", type=positive_float, default=10.0)
-    parser.add_argument("--checkpoint-every-min", type=positive_float, default=5.0)
-    parser.add_argument("--log-every", type=positive_int, default=50)
+    parser.add_argument("--valid-steps", type=positive(int), help="default: config eval_steps")
+    parser.add_argument("--eval-every-min", type=positive(float), default=10.0)
+    parser.add_argument("--checkpoint-every-min", type=positive(float), default=5.0)
+    parser.add_argument("--log-every", type=positive(int), default=50)
 
 
 DEMO = experiments.Demo(
