@@ -36,11 +36,14 @@ def _np_dense(x, layer):
 def _np_multihead_attention(rows, qkv_kernel, qkv_bias, norm, num_heads, key_size, head_size):
     """Textbook multi-head attention, one batch element, one head at a time, in float64."""
     qkv = _np_layer_norm(rows @ qkv_kernel + qkv_bias, norm["scale"], norm["bias"])
-    per_head = 2 * key_size + head_size
+    queries = qkv[:, : num_heads * key_size]
+    keys = qkv[:, num_heads * key_size : 2 * num_heads * key_size]
+    values = qkv[:, 2 * num_heads * key_size :]
     outputs = []
     for head in range(num_heads):
-        part = qkv[:, head * per_head : (head + 1) * per_head]
-        q, k, v = part[:, :key_size], part[:, key_size : 2 * key_size], part[:, 2 * key_size :]
+        q = queries[:, head * key_size : (head + 1) * key_size]
+        k = keys[:, head * key_size : (head + 1) * key_size]
+        v = values[:, head * head_size : (head + 1) * head_size]
         logits = q @ k.T / np.sqrt(key_size)
         weights = np.exp(logits - logits.max(-1, keepdims=True))
         weights /= weights.sum(-1, keepdims=True)

@@ -162,14 +162,16 @@ class RelationalMemory(nn.RNNCellBase):
 
     def _multihead_attention(self, rows: jax.Array, block: int) -> jax.Array:
         """Queries, keys and values from one dense layer and a LayerNorm, split per head;
-        `[B, R, M] -> [B, R, M]`."""
-        key_size = self.key_size or self.head_size
-        per_head = 2 * key_size + self.head_size
-        qkv = nn.Dense(self.num_heads * per_head, name=f"attention_{block}_qkv")(rows)
+        `[B, R, M] -> [B, R, M]`. The layer's outputs are `[queries | keys | values]`, each
+        head-major (Sonnet interleaves them per head instead: the same layer with its output
+        features permuted, which the LayerNorm over all of them does not see)."""
+        heads, key_width = self.num_heads, self.num_heads * (self.key_size or self.head_size)
+        qkv = nn.Dense(2 * key_width + self.mem_size, name=f"attention_{block}_qkv")(rows)
         qkv = nn.LayerNorm(name=f"attention_{block}_qkv_norm")(qkv)
-        qkv = qkv.reshape(rows.shape[:2] + (self.num_heads, per_head))
-        queries, keys = qkv[..., :key_size], qkv[..., key_size : 2 * key_size]
-        values = qkv[..., 2 * key_size :]
+        per_head = rows.shape[:2] + (heads, -1)
+        queries = qkv[..., :key_width].reshape(per_head)
+        keys = qkv[..., key_width : 2 * key_width].reshape(per_head)
+        values = qkv[..., 2 * key_width :].reshape(per_head)
         return self._attend(queries, keys, values)
 
     def _attend(self, queries: jax.Array, keys: jax.Array, values: jax.Array) -> jax.Array:
