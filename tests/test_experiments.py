@@ -509,3 +509,25 @@ def test_import_does_not_load_matplotlib():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_run_verb_from_python_checks_resumes_and_records(workdir):
+    """A verb called from Python: the same checks and run directory as the command line."""
+    results = experiments.run_verb(
+        TOY, "train", ToyConfig(updates=2), "r", data=None, signal_at=None
+    )
+    assert results == {"x": 0.25, "updates": 2, "resumed_from": 0, "points": 0}
+    assert json.loads((workdir / "r" / "train.json").read_text()) == results
+    resumed = experiments.run_verb(
+        TOY, "train", ToyConfig(updates=2), "r", data=None, signal_at=None
+    )
+    assert resumed["resumed_from"] == 2
+    evaluated = experiments.run_verb(
+        TOY, "eval", None, "r", plot=workdir / "x.png", checkpoint=None
+    )
+    assert evaluated["x"] == 0.25 and evaluated["steps"] == 2 and (workdir / "x.png").exists()
+    with pytest.raises(UsageError, match="updates must be >= 1"):
+        experiments.run_verb(TOY, "train", ToyConfig(updates=0), "s")
+    with pytest.raises(UsageError, match="holds a run with another config"):
+        experiments.run_verb(TOY, "train", ToyConfig(updates=3), "r", data=None, signal_at=None)
+    assert not (workdir / "s").exists()

@@ -19,7 +19,6 @@ train step are jitted.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import time
@@ -36,8 +35,6 @@ from gnkit import experiments
 from gnkit import train as training
 from gnkit.batching import BucketPolicy, batch_np, pad_with_graphs
 from gnkit.experiments import setting
-from gnkit.experiments.config import check_config
-from gnkit.experiments.run_dir import open_for_config
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.parallel import Strategy, data_parallel, device_batches
@@ -430,19 +427,3 @@ def demo(name: str, description: str, presets: Mapping[str, DemoConfig], train, 
             ),
         ],
     )
-
-
-def train_in_python(train, config: DemoConfig, run_dir, progress: bool = True, parallel="single"):
-    """Run a demo's `train` verb from Python (notebooks, tests) on `config` in `run_dir`: the
-    checks and run directory of `gnkit DEMO train`, the results returned, no files of its own."""
-    check_config(config)
-    options = experiments.Options(
-        verb="train",
-        preset=None,
-        parallel=parallel,
-        json_path=None,
-        plot=None,
-        progress=progress,
-        flags=argparse.Namespace(),
-    )
-    return train(config, open_for_config(Path(run_dir), config), options)

@@ -212,7 +212,7 @@ DEMO = common.demo("physics", __doc__.split("\n")[0], CONFIGS, train_verb, evalu
 def train(config: common.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
     """Train `config` in `run_dir` (resuming), then roll out and plot, as `gnkit physics train`;
     returns the results."""
-    return common.train_in_python(train_verb, config, run_dir, progress)
+    return experiments.run_verb(DEMO, "train", config, run_dir, progress=progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,7 +68,7 @@ DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0])
 def train(config: common.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
     """Train `config` in `run_dir` (resuming), then test and plot, as `gnkit sort train`;
     returns the results."""
-    return common.train_in_python(DEMO.verb("train").function, config, run_dir, progress)
+    return experiments.run_verb(DEMO, "train", config, run_dir, progress=progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """A small experiment framework: every gnkit demo gets the same verbs, flags and run directories.
 
 A demo declares a typed config (a frozen dataclass, named presets such as `tiny`, `cpu`,
-`paper`) and its verbs; `run(demo, argv)` does the rest:
+`paper`) and its verbs; `run(demo, argv)` does the rest (`run_verb(demo, verb, config, run_dir)`
+calls one verb the same way from Python):
 
 - flags with one meaning everywhere: `--config PRESET`, `--set KEY=VALUE` (repeatable, parsed by
   the field's declared type: bool, int, float, str, tuples, `Literal[...]`, unions such as
@@ -25,7 +26,7 @@ Typed values are parsed with tyro's constructor registry (see `overrides` for wh
 argparse lays out the verbs). Host.
 """
 
-from gnkit.experiments.cli import PARALLEL_MODES, build_parser, run
+from gnkit.experiments.cli import PARALLEL_MODES, build_parser, run, run_verb
 from gnkit.experiments.config import check_config, setting
 from gnkit.experiments.demo import Demo, Options, Verb
 from gnkit.experiments.errors import UsageError, check_shape, file_error, reading_file
@@ -49,6 +50,7 @@ __all__ = [
     "pyplot",
     "reading_file",
     "run",
+    "run_verb",
     "save_figure",
     "setting",
     "to_json",

@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,49 @@ def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
     results = verb.function(config, run_dir, _options(args, should_stop))
     _report(results, run_dir, args)
     return should_stop.exit_code if should_stop() else 0
+
+
+def run_verb(
+    demo: Demo,
+    verb_name: str,
+    config: Any = None,
+    run_dir: str | Path | None = None,
+    *,
+    parallel: str = "single",
+    progress: bool = True,
+    plot: str | Path | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    **flags: Any,
+) -> Mapping[str, Any] | None:
+    """Run one verb from Python (a notebook, a test) as `run` does from the command line.
+
+    `config` is checked like a preset with `--set` applied (`UsageError` if it breaks a rule);
+    `run_dir` is opened as the verb declares: a new directory or the same config to resume
+    (`"create"`), an earlier run whose saved config is used when `config` is None
+    (`"existing"`). `flags` are the verb's own flags. Returns the verb's results, also written
+    to `<verb>.json` in the run directory. Errors are raised, not turned into exit statuses.
+    """
+    verb = demo.verb(verb_name)
+    earlier = None
+    if verb.run_dir == "existing":
+        earlier = open_existing(Path(run_dir), demo.config_type)
+        config = earlier.config if config is None else config
+    config = check_config(demo.presets[demo.default] if config is None else config)
+    if verb.run_dir == "create":
+        earlier = open_for_config(Path(run_dir), config)
+    options = Options(
+        verb=verb_name,
+        preset=None,
+        parallel=parallel,
+        json_path=None,
+        plot=None if plot is None else Path(plot),
+        progress=progress,
+        flags=argparse.Namespace(**flags),
+        should_stop=should_stop,
+    )
+    results = verb.function(config, earlier, options)
+    _report(results, earlier, argparse.Namespace(verb=verb_name, json=None))
+    return results
 
 
 def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
