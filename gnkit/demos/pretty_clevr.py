@@ -29,6 +29,7 @@ finished run again. Host driver around jitted steps.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -317,8 +318,11 @@ def optimizer(config: PrettyClevrConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
 
 
-def answer_fn(model: nn.Module, num_steps: int) -> Callable[[Any, dict], jax.Array]:
-    """The jitted `(params, batch) -> answers after each step`, int `[num_steps, B]`."""
+@functools.cache
+def answer_fn(name: str, config: PrettyClevrConfig) -> Callable[[Any, dict], jax.Array]:
+    """The jitted `(params, batch) -> answers after each step`, int `[num_steps, B]`, of model
+    `name`; one per model and config in a process, so evaluation compiles once."""
+    model, num_steps = build_model(name, config), model_steps(name, config)
     return jax.jit(lambda params, batch: jnp.argmax(model.apply(params, batch, num_steps), -1))
 
 
@@ -340,11 +344,10 @@ def accuracy_table(predictions: np.ndarray, data: dict[str, np.ndarray]) -> np.n
     return task.accuracy_by_jumps(predictions == data["answer"], data["jumps"])
 
 
-def make_evaluate(model: nn.Module, num_steps: int, monitor: dict[str, np.ndarray]):
+def make_evaluate(name: str, config: PrettyClevrConfig, monitor: dict[str, np.ndarray]):
     """`params -> metrics` for `fit`: accuracy on the monitor scenes at the last step (`score`)
     and per number of jumps."""
-
-    answers_of = answer_fn(model, num_steps)
+    answers_of = answer_fn(name, config)
 
     def evaluate(params):
         table = accuracy_table(predict(answers_of, params, monitor), monitor)
@@ -389,7 +392,7 @@ def train_model(
         lambda index: strategy.shard(batches(index)),
         config.updates,
         examples_per_step=config.batch_size,
-        evaluate=make_evaluate(model, num_steps, monitor),
+        evaluate=make_evaluate(name, config, monitor),
         eval_every_steps=config.eval_every_updates,
         checkpoint_dir=checkpoints,
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
@@ -426,8 +429,7 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
     results: dict[str, Any] = {"test_scenes": config.test_scenes, "models": {}}
     predictions = {}
     for name, state in states.items():
-        model, num_steps = build_model(name, config), model_steps(name, config)
-        predictions[name] = predict(answer_fn(model, num_steps), state.params, test)
+        predictions[name] = predict(answer_fn(name, config), state.params, test)
         table = accuracy_table(predictions[name], test)
         results["models"][name] = {
             "accuracy_by_jumps": table.round(4).tolist(),
