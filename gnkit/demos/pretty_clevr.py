@@ -451,12 +451,16 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
     return results
 
 
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
 def _rows(results: dict[str, Any]) -> list[tuple[str, Sequence[float]]]:
     rows = []
     for name, entry in results["models"].items():
         table = entry["accuracy_by_jumps"]
         if name == "rrn":
-            rows += [(f"rrn, {t + 1} steps", row) for t, row in enumerate(table)]
+            rows += [(f"rrn, {_steps(t + 1)}", row) for t, row in enumerate(table)]
         else:
             rows.append((name, table[0]))
     return rows
@@ -482,7 +486,7 @@ def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
     rrn_rows = results["models"].get("rrn", {}).get("accuracy_by_jumps", [])
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(rrn_rows))))
     for t, row in enumerate(rrn_rows):
-        ax.plot(jumps, row, "o-", color=colors[t], ms=3, label=f"RRN, {t + 1} steps")
+        ax.plot(jumps, row, "o-", color=colors[t], ms=3, label=f"RRN, {_steps(t + 1)}")
     styles = {"rn": ("s--", "tab:red", "RN"), "mlp": ("^:", "tab:gray", "MLP")}
     for name, (style, color, label) in styles.items():
         if name in results["models"]:
