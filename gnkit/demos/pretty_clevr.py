@@ -86,9 +86,13 @@ class PrettyClevrConfig:
             raise ValueError("monitor_scenes must be <= valid_scenes")
 
 
+# paper: the reference code's sizes and optimiser (hidden 128, 4 steps, Adam 1e-4, batch 128), no
+# curriculum; the paper gives no update count, 1,000,000 is a guess at its scale (an accelerator's).
 CONFIGS = {
     "default": PrettyClevrConfig(),
-    "paper": PrettyClevrConfig(updates=1_000_000, steps=4, hidden=128, learning_rate=1e-4),
+    "paper": PrettyClevrConfig(
+        updates=1_000_000, steps=4, hidden=128, learning_rate=1e-4, curriculum=0.0
+    ),
     "tiny": PrettyClevrConfig(
         updates=6,
         steps=3,
