@@ -36,6 +36,8 @@ autodoc_default_options = {"show-inheritance": False}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
+# Attribute types come from the annotations in the signature; the text says the rest.
+napoleon_attr_annotations = False
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
@@ -48,7 +50,8 @@ html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
 }
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 
 def _end_indented_blocks(app, what, name, obj, options, lines):
@@ -77,6 +80,66 @@ def _end_indented_blocks(app, what, name, obj, options, lines):
     lines[:] = fixed
 
 
+def _field_defaults(cls):
+    """Source text of the default of each annotated class attribute, base classes first."""
+    import ast
+    import inspect
+    import textwrap
+
+    defaults = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        tree = ast.parse(source)
+        if not (tree.body and isinstance(tree.body[0], ast.ClassDef)):
+            continue
+        for node in tree.body[0].body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+                defaults[node.target.id] = ast.get_source_segment(source, node.value)
+    return defaults
+
+
+def _module_signature(app, what, name, obj, options, signature, return_annotation):
+    """Flax linen modules: show their own fields (not `parent` / `name`) with short defaults.
+
+    A linen module's `__init__` is generated from its dataclass fields, so its signature lists
+    Flax's internal `parent` and `name` and shows defaults as object reprs.
+    """
+    if what != "class":
+        return None
+    try:
+        import dataclasses
+
+        import flax.linen as linen
+    except ImportError:
+        return None
+    if not (isinstance(obj, type) and issubclass(obj, linen.Module)):
+        return None
+    parts = []
+    source_defaults = _field_defaults(obj)
+    for field in dataclasses.fields(obj):
+        if field.name in ("parent", "name") or not field.init:
+            continue
+        if field.default is not dataclasses.MISSING:
+            default = source_defaults.get(field.name) or repr(field.default)
+            parts.append(f"{field.name}={default}")
+        elif field.default_factory is not dataclasses.MISSING:
+            parts.append(f"{field.name}={source_defaults.get(field.name, '...')}")
+        else:
+            parts.append(field.name)
+    return f"({', '.join(parts)})", return_annotation
+
+
+def _drop_object_call_doc(app, what, name, obj, options, lines):
+    """A module's `__call__` without a docstring inherits `object`'s; show nothing instead."""
+    if name.endswith(".__call__") and "\n".join(lines).strip() == "Call self as a function.":
+        lines[:] = []
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _drop_object_call_doc)
+    app.connect("autodoc-process-signature", _module_signature)
     # Before napoleon (priority 500), which reads the same plain-text layout.
     app.connect("autodoc-process-docstring", _end_indented_blocks, priority=400)
