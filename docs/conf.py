@@ -138,7 +138,15 @@ def _drop_object_call_doc(app, what, name, obj, options, lines):
         lines[:] = []
 
 
+def _drop_type_doc(app, what, name, obj, options, lines):
+    """A type alias (`A | B`) has no docstring of its own; drop the one of its type."""
+    type_doc = type(obj).__doc__
+    if what == "data" and type_doc and "\n".join(lines).strip() == type_doc.strip():
+        lines[:] = []
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _drop_type_doc)
     app.connect("autodoc-process-docstring", _drop_object_call_doc)
     app.connect("autodoc-process-signature", _module_signature)
     # Before napoleon (priority 500), which reads the same plain-text layout.
