@@ -202,6 +202,7 @@ class GraphNetwork(nn.Module):
         `LCMAggregation` module);
       - globals `[G, F_u'] = mlp_u(edges, nodes, globals)`, reduced per graph by
         `global_aggregator`.
+
     Each stage sees the previous stages' outputs. `use_globals=False` leaves globals out of every
     input. Each MLP has layers `*_features` with `activation` between them (and after the last if
     `activate_final`), then LayerNorm if `layer_norm`; its first layer is a `FactorisedDense`

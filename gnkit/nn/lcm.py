@@ -40,6 +40,7 @@ class LCMAggregation(nn.Module):
         requires sorted ids.
       - Flax's `GRUCell` has one bias per reset/update gate where PyTorch's has two that add up:
         the same functions, but weights map over by summing those biases.
+
     As in PyG, the tree follows the elements' order, so the whole aggregation is not permutation
     invariant beyond two elements (only each combine step is).
     """
