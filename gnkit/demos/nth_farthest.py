@@ -209,10 +209,10 @@ def accuracy(model: nn.Module, params, data: tuple[np.ndarray, np.ndarray], chun
     return correct / size
 
 
-def _init_state(model: nn.Module, config: NthFarthestConfig) -> training.TrainState:
+def _init_state(model: nn.Module, config: NthFarthestConfig) -> training.TrainingState:
     inputs = jnp.zeros((1, task.NUM_OBJECTS, task.input_size()), jnp.float32)
     params = model.init(jax.random.key(config.seed), inputs)
-    return training.TrainState(params=params, opt_state=optimizer(config).init(params))
+    return training.TrainingState(params=params, opt_state=optimizer(config).init(params))
 
 
 def train_model(
@@ -221,7 +221,7 @@ def train_model(
     test: tuple[np.ndarray, np.ndarray],
     run_dir: experiments.RunDir,
     options: experiments.Options,
-) -> training.TrainState:
+) -> training.TrainingState:
     """Train model `name` in `run_dir/checkpoints/<name>` (resuming), its metrics in
     `run_dir/metrics_<name>.jsonl`, test accuracy every `eval_every_updates` updates (the
     `score`). Raises `training.TrainingStopped` after a stop request."""
@@ -245,8 +245,7 @@ def train_model(
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
         log_every_steps=max(1, min(50, config.eval_every_updates)),
         progress=options.progress,
-        mode=strategy.name,
-        mesh=strategy.mesh,
+        parallel=strategy,
         should_stop=options.should_stop,
     )
 
