@@ -93,10 +93,9 @@ def test_train_refuses_a_run_dir_holding_another_config(tmp_path, capsys):
     assert sorted(path.name for path in run_dir.iterdir()) == ["config.json"]
 
 
-def test_the_shipped_model_config_keeps_its_old_field_name():
-    """The shipped config.json says `num_steps` (the name before the demos' convention)."""
+def test_the_shipped_model_config_reads_as_the_cpu_preset_with_16_steps():
     path = PACKAGE / "pretrained" / "sudoku_rrn" / "config.json"
-    assert json.loads(path.read_text())["num_steps"] == 16
+    assert json.loads(path.read_text())["steps"] == 16
     assert read_config(path) == dataclasses.replace(demo.CONFIGS["cpu"], steps=16)
 
 

@@ -22,8 +22,6 @@ from gnkit.experiments.config import config_dict, config_from_dict, read_config_
 from gnkit.experiments.run_dir import check_writable
 
 PRETRAINED = "pretrained"
-# Field names of configs saved before the demos' shared convention, and their names now.
-RENAMED_FIELDS = {"num_steps": "steps"}
 
 
 def pretrained_dir() -> Path:
@@ -46,10 +44,8 @@ def check_outside_package(path: str | Path, flag: str) -> Path:
 
 
 def read_config(path: Path) -> SudokuConfig:
-    """The `SudokuConfig` saved in `path` (a `config.json`; old field names accepted)."""
-    values = read_config_json(path)
-    values = {RENAMED_FIELDS.get(key, key): value for key, value in values.items()}
-    return config_from_dict(SudokuConfig, values, path)
+    """The `SudokuConfig` saved in `path` (a `config.json`)."""
+    return config_from_dict(SudokuConfig, read_config_json(path), path)
 
 
 def _restore(template, path: Path, flag: str, expected: str):
