@@ -107,6 +107,12 @@ def show_config(config: ToyConfig, run_dir, options) -> dict:
     return {**dataclasses.asdict(config), "preset": options.preset, "parallel": options.parallel}
 
 
+def count_up(config, run_dir, options) -> dict:
+    """A verb without a config: `config` and `run_dir` are None."""
+    assert config is None and run_dir is None
+    return {"numbers": list(range(1, options.flags.to + 1)), "parallel": options.parallel}
+
+
 TOY = experiments.Demo(
     name="toy",
     description="A toy demo.",
@@ -121,6 +127,14 @@ TOY = experiments.Demo(
             add_flags=lambda parser: parser.add_argument("--checkpoint"),
         ),
         Verb("show", show_config, "print the resolved config", run_dir=None),
+        Verb(
+            "count",
+            count_up,
+            "count to --to (takes no config)",
+            run_dir=None,
+            add_flags=lambda parser: parser.add_argument("--to", type=experiments.at_least(1)),
+            configured=False,
+        ),
     ],
 )
 
@@ -531,3 +545,34 @@ def test_run_verb_from_python_checks_resumes_and_records(workdir):
     with pytest.raises(UsageError, match="holds a run with another config"):
         experiments.run_verb(TOY, "train", ToyConfig(updates=3), "r", data=None, signal_at=None)
     assert not (workdir / "s").exists()
+
+
+def test_a_verb_without_config_has_no_config_flags(workdir, capsys):
+    status, out, _ = run_toy(capsys, "count", "--to", "3", "--json", "-")
+    assert status == 0 and json.loads(out) == {"numbers": [1, 2, 3], "parallel": "single"}
+    for flag in (["--set", "steps=2"], ["--config", "tiny"], ["--seed", "1"]):
+        status, _, err = run_toy(capsys, "count", "--to", "3", *flag)
+        assert status == 2 and f"unrecognized arguments: {' '.join(flag)}" in err
+    assert experiments.run_verb(TOY, "count", to=2) == {"numbers": [1, 2], "parallel": "single"}
+    with pytest.raises(ValueError, match="without a config has no run directory"):
+        Verb("bad", count_up, "", run_dir="create", configured=False)
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "1.5", "x"])
+def test_at_least_rejects_with_the_bound(workdir, capsys, text):
+    status, _, err = run_toy(capsys, "count", "--to", text)
+    assert status == 2
+    assert f"argument --to: expected an integer >= 1, got '{text}'" in err
+
+
+def test_nothing_is_written_inside_the_package(workdir, capsys):
+    package = Path(experiments.__file__).resolve().parents[1]
+    before = tree(package)
+    for argv in (
+        ["show", "--json", package / "show.json"],
+        ["show", "--plot", package / "data" / ".." / "show.png"],
+        ["train", "--config", "tiny", "--run-dir", package / "runs"],
+    ):
+        status, _, err = run_toy(capsys, *argv)
+        assert status == 2 and "inside the gnkit package" in err, err
+    assert tree(package) == before

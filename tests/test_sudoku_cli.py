@@ -220,7 +220,7 @@ BAD_INPUTS = [
     (TRAIN + ["--updates", "0"], "argument --updates: expected an integer >= 1, got '0'"),
     (TRAIN + ["--set", "steps=0"], "--set steps=0: steps must be >= 1"),
     (TRAIN + ["--set", "curriculum_start_givens=12"], "curriculum_start_givens must be in 17-34"),
-    (TRAIN + ["--eval-every-min", "0"], "argument --eval-every-min: expected a number > 0"),
+    (TRAIN + ["--eval-every-min", "0"], "argument --eval-every-min: expected a number >= 0.1"),
     (TRAIN + ["--valid-givens", "5,6"], "--valid-givens 5,6: no puzzles of these givens"),
     (TRAIN + ["--set", "hidden=64"], "--set hidden=64: unknown key 'hidden'"),
     (TRAIN + ["--set", "hidden_size=wide"], "--set hidden_size=wide: expected int"),

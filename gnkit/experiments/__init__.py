@@ -17,7 +17,9 @@ calls one verb the same way from Python):
   `check_shape`), and declared minimums (`setting(..., minimum=1)`) or `validate()` are
   checked before anything runs;
 - `--json` results, figures only where asked or into the run directory (`Options.plot_path`),
-  matplotlib imported on first use (`pyplot`);
+  matplotlib imported on first use (`pyplot`); nothing is ever written inside the gnkit package;
+- verbs that take no config (`Verb(configured=False)`: their model comes from a flag) get no
+  config flags; `at_least(minimum)` types a verb's own numeric flags;
 - SIGINT / SIGTERM handled by the entry point only (`gnkit.train.stop_on_signals`): verbs poll
   `options.should_stop()` or pass it to `gnkit.train.fit`; a stopped command exits with 130
   (SIGINT) or 143 (SIGTERM), and a second Ctrl-C interrupts at once.
@@ -30,9 +32,10 @@ from gnkit.experiments.cli import PARALLEL_MODES, build_parser, run, run_verb
 from gnkit.experiments.config import check_config, setting
 from gnkit.experiments.demo import Demo, Options, Verb
 from gnkit.experiments.errors import UsageError, check_shape, file_error, reading_file
+from gnkit.experiments.flags import at_least
 from gnkit.experiments.overrides import parse_override, parse_value
 from gnkit.experiments.results import pyplot, save_figure, to_json, write_json
-from gnkit.experiments.run_dir import RunDir
+from gnkit.experiments.run_dir import RunDir, check_outside_package, check_writable
 
 __all__ = [
     "PARALLEL_MODES",
@@ -41,9 +44,12 @@ __all__ = [
     "RunDir",
     "UsageError",
     "Verb",
+    "at_least",
     "build_parser",
+    "check_outside_package",
     "check_config",
     "check_shape",
+    "check_writable",
     "file_error",
     "parse_override",
     "parse_value",

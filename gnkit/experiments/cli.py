@@ -37,7 +37,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _epilog(demo: Demo, verb: Verb) -> str:
+def _epilog(demo: Demo, verb: Verb) -> str | None:
+    if not verb.configured:
+        return None
     presets = ", ".join(demo.presets)
     fields = describe_fields(demo.presets[demo.default])
     start = "; this verb starts from the run's config.json" if verb.run_dir == "existing" else ""
@@ -47,7 +49,7 @@ def _epilog(demo: Demo, verb: Verb) -> str:
     )
 
 
-def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -> None:
+def _add_config_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -> None:
     if verb.run_dir != "existing":
         parser.add_argument(
             "--config",
@@ -64,6 +66,17 @@ def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
         help="override a config field (repeatable); typed by the field",
     )
     parser.add_argument("--seed", type=int, help="random seed (sets the config's seed)")
+    parser.add_argument(
+        "--parallel",
+        choices=PARALLEL_MODES,
+        default="single",
+        help="one device, or data-parallel over all devices (pmap or mesh)",
+    )
+
+
+def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -> None:
+    if verb.configured:
+        _add_config_flags(parser, demo, verb)
     if verb.run_dir is not None:
         parser.add_argument(
             "--run-dir",
@@ -73,12 +86,6 @@ def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
         )
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON (- for stdout)")
     parser.add_argument("--plot", type=Path, metavar="PATH", help="save the figure here")
-    parser.add_argument(
-        "--parallel",
-        choices=PARALLEL_MODES,
-        default="single",
-        help="one device, or data-parallel over all devices (pmap or mesh)",
-    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -113,6 +120,8 @@ def _overrides(demo: Demo, args: argparse.Namespace) -> tuple[dict, dict[str, st
 
 def _resolve(demo: Demo, verb: Verb, args: argparse.Namespace) -> tuple[Any, RunDir | None]:
     """The verb's config (checked) and run directory (checked, not yet written)."""
+    if not verb.configured:
+        return None, None
     earlier = open_existing(args.run_dir, demo.config_type) if verb.run_dir == "existing" else None
     base = earlier.config if earlier is not None else demo.presets[args.config]
     changes, sources = _overrides(demo, args)
@@ -138,7 +147,7 @@ def _options(args: argparse.Namespace, should_stop: StopRequest) -> Options:
     return Options(
         verb=args.verb,
         preset=getattr(args, "config", None),
-        parallel=args.parallel,
+        parallel=getattr(args, "parallel", "single"),
         json_path=args.json,
         plot=args.plot,
         progress=not args.no_progress,
@@ -193,7 +202,8 @@ def run_verb(
     if verb.run_dir == "existing":
         earlier = open_existing(Path(run_dir), demo.config_type)
         config = earlier.config if config is None else config
-    config = check_config(demo.presets[demo.default] if config is None else config)
+    if verb.configured:
+        config = check_config(demo.presets[demo.default] if config is None else config)
     if verb.run_dir == "create":
         earlier = open_for_config(Path(run_dir), config)
     options = Options(

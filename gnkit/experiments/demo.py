@@ -67,6 +67,8 @@ class Verb:
     resume; other configs are refused), `"existing"` (an earlier run: the config saved there,
     `--set` applied on top and not saved), or `None` (no run directory). `add_flags(parser)`
     adds the verb's own argparse flags; their values arrive in `options.flags`.
+    `configured=False` is for a verb that takes no config (its model comes from a checkpoint
+    flag, say): it gets no `--config`, `--set`, `--seed` or `--parallel`, and `config` is None.
     """
 
     name: str
@@ -74,6 +76,11 @@ class Verb:
     help: str
     run_dir: RunDirUse = "create"
     add_flags: Callable[[argparse.ArgumentParser], None] | None = None
+    configured: bool = True
+
+    def __post_init__(self):
+        if not self.configured and self.run_dir is not None:
+            raise ValueError(f"verb {self.name}: a verb without a config has no run directory")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Run directories: one config per directory, created on first write, resumed when it matches.
 
 `RunDir.check` only reads: it refuses a path that is a file, a directory that cannot be written,
-and a directory whose `config.json` holds another config (naming the differing keys). Nothing is
+a path inside the installed gnkit package (where output would replace shipped files or, in an
+editable install, tracked files), and a directory whose `config.json` holds another config
+(naming the differing keys). Nothing is
 written until the verb asks for a path to write (`RunDir.file`, `metrics_path`,
 `checkpoint_dir`), so a command rejected before that leaves no directory or `config.json` behind.
 Layout: `config.json`, `metrics.jsonl` (one JSON record a line, `gnkit.train.fit`'s format),
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +38,26 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def check_outside_package(path: Path, flag: str) -> None:
+    """`UsageError` naming `flag` if `path` lies inside the installed gnkit package (symlinks and
+    `..` resolved): nothing is ever written there."""
+    package = Path(str(resources.files("gnkit"))).resolve()
+    resolved = Path(path).resolve()
+    if resolved == package or package in resolved.parents:
+        raise UsageError(
+            f"{flag} {path}: inside the gnkit package ({package}); nothing is written there, "
+            "choose a directory outside it"
+        )
+
+
 def check_writable(path: Path, flag: str, directory: bool) -> None:
     """`UsageError` unless `path` can be created or written (a directory if `directory`).
 
     Reads only: an existing path must be of the right kind and writable; a new one must lie
-    under a writable directory.
+    under a writable directory; no path may lie inside the gnkit package.
     """
+    path = Path(path)
+    check_outside_package(path, flag)
     if path.exists():
         if directory and not path.is_dir():
             raise UsageError(f"{flag} {path}: is a file, expected a directory")

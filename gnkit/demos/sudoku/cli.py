@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from gnkit import experiments
 from gnkit.demos.sudoku.config import CONFIGS
@@ -12,21 +12,8 @@ from gnkit.demos.sudoku.model_files import PRETRAINED
 from gnkit.demos.sudoku.recipe import train
 from gnkit.demos.sudoku.verbs import curves, demo, evaluate, export_model, solve
 
-
-def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
-    """An argparse type: a `kind` (int or float) above 0."""
-    expected = "an integer >= 1" if kind is int else "a number > 0"
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-        return value
-
-    return parse
+COUNT = experiments.at_least(1)
+MINUTES = experiments.at_least(0.1, float)
 
 
 def givens_levels(text: str) -> list[int]:
@@ -43,19 +30,19 @@ def _model_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", default=PRETRAINED, help="'pretrained', a run or an export directory"
     )
-    parser.add_argument("--steps", type=positive(int), default=64, help="message-passing steps")
+    parser.add_argument("--steps", type=COUNT, default=64, help="message-passing steps")
 
 
 def _eval_flags(parser: argparse.ArgumentParser) -> None:
     _model_flags(parser)
     parser.add_argument("--data", default="rrn_valid_slice", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--per-level", type=positive(int), help="first N puzzles of each level")
+    parser.add_argument("--per-level", type=COUNT, help="first N puzzles of each level")
 
 
 def _demo_flags(parser: argparse.ArgumentParser) -> None:
     _model_flags(parser)
     parser.add_argument("--data", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--per-level", type=positive(int), default=20, help="puzzles per level")
+    parser.add_argument("--per-level", type=COUNT, default=20, help="puzzles per level")
 
 
 def _solve_flags(parser: argparse.ArgumentParser) -> None:
@@ -74,16 +61,16 @@ def _curves_flags(parser: argparse.ArgumentParser) -> None:
 
 def _train_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--updates", type=positive(int), help="stop after N updates (schedule: config updates)"
+        "--updates", type=COUNT, help="stop after N updates (schedule: config updates)"
     )
     parser.add_argument("--pool", default="royle17_train_pool", help=f"{DATA_HELP} (%(default)s)")
     parser.add_argument("--valid", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
-    parser.add_argument("--valid-per-level", type=positive(int), default=30)
+    parser.add_argument("--valid-per-level", type=COUNT, default=30)
     parser.add_argument("--valid-givens", type=givens_levels, help="levels to validate on: 20,30")
-    parser.add_argument("--valid-steps", type=positive(int), help="default: config eval_steps")
-    parser.add_argument("--eval-every-min", type=positive(float), default=10.0)
-    parser.add_argument("--checkpoint-every-min", type=positive(float), default=5.0)
-    parser.add_argument("--log-every", type=positive(int), default=50)
+    parser.add_argument("--valid-steps", type=COUNT, help="default: config eval_steps")
+    parser.add_argument("--eval-every-min", type=MINUTES, default=10.0)
+    parser.add_argument("--checkpoint-every-min", type=MINUTES, default=5.0)
+    parser.add_argument("--log-every", type=COUNT, default=50)
 
 
 DEMO = experiments.Demo(
@@ -92,18 +79,49 @@ DEMO = experiments.Demo(
     presets=CONFIGS,
     default_preset="cpu",
     verbs=[
-        experiments.Verb("demo", demo, "evaluate the shipped model and solve one puzzle", None,
-                         _demo_flags),
-        experiments.Verb("train", train, "train an RRN (resumes from --run-dir)",
-                         add_flags=_train_flags),
-        experiments.Verb("eval", evaluate, "accuracy per givens level and per step", None,
-                         _eval_flags),
-        experiments.Verb("solve", solve, "solve one puzzle and show how the beliefs settle", None,
-                         _solve_flags),
-        experiments.Verb("export", export_model, "copy a run's best checkpoint as a model", None,
-                         _export_flags),
-        experiments.Verb("curves", curves, "validation accuracy vs CPU-minutes of runs", None,
-                         _curves_flags),
+        experiments.Verb(
+            "demo",
+            demo,
+            "evaluate the shipped model and solve one puzzle",
+            None,
+            _demo_flags,
+            configured=False,
+        ),
+        experiments.Verb(
+            "train", train, "train an RRN (resumes from --run-dir)", add_flags=_train_flags
+        ),
+        experiments.Verb(
+            "eval",
+            evaluate,
+            "accuracy per givens level and per step",
+            None,
+            _eval_flags,
+            configured=False,
+        ),
+        experiments.Verb(
+            "solve",
+            solve,
+            "solve one puzzle and show how the beliefs settle",
+            None,
+            _solve_flags,
+            configured=False,
+        ),
+        experiments.Verb(
+            "export",
+            export_model,
+            "copy a run's best checkpoint as a model",
+            None,
+            _export_flags,
+            configured=False,
+        ),
+        experiments.Verb(
+            "curves",
+            curves,
+            "validation accuracy vs CPU-minutes of runs",
+            None,
+            _curves_flags,
+            configured=False,
+        ),
     ],
 )
 

@@ -1,6 +1,6 @@
 """Trained models on disk: the shipped one, exported ones and training runs; `export`. Host.
 
-Nothing is ever written into the gnkit package (`check_outside_package`).
+Nothing is ever written into the gnkit package (`gnkit.experiments.check_writable` refuses it).
 """
 
 from __future__ import annotations
@@ -27,20 +27,6 @@ PRETRAINED = "pretrained"
 def pretrained_dir() -> Path:
     """Where the shipped checkpoint lives: `gnkit/pretrained/sudoku_rrn/`."""
     return Path(str(resources.files("gnkit") / "pretrained" / "sudoku_rrn"))
-
-
-def check_outside_package(path: str | Path, flag: str) -> Path:
-    """`path`, unless it lies inside the installed gnkit package: then a `UsageError` naming
-    `flag`. Output never lands in the package, where it would replace shipped files (the model
-    used by `demo` and `solve`) or, in an editable install, tracked files of the checkout."""
-    package = Path(str(resources.files("gnkit"))).resolve()
-    resolved = Path(path).resolve()
-    if resolved == package or package in resolved.parents:
-        raise experiments.UsageError(
-            f"{flag} {path}: inside the gnkit package ({package}); nothing is written there, "
-            "choose a directory outside it"
-        )
-    return Path(path)
 
 
 def read_config(path: Path) -> SudokuConfig:
@@ -120,7 +106,7 @@ def export(run_dir: str | Path, target: str | Path) -> dict:
     replaced. Returns the `training.json` record.
     """
     run_dir = Path(run_dir)
-    target = check_outside_package(target, "--to")
+    target = Path(target)
     check_writable(target, "--to", directory=True)
     config, params, info = load_model(run_dir, "--from")
     if "updates" not in info:

@@ -14,7 +14,7 @@ from gnkit import train as training
 from gnkit.demos.sudoku.config import SudokuConfig, init_state, make_optimizer
 from gnkit.demos.sudoku.data import load_data, validation_slice
 from gnkit.demos.sudoku.evaluation import make_evaluate
-from gnkit.demos.sudoku.model_files import check_outside_package, final_validation
+from gnkit.demos.sudoku.model_files import final_validation
 from gnkit.tasks import sudoku
 
 
@@ -86,7 +86,6 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
     verb returns the updates done and the final validation metrics.
     """
     flags = options.flags
-    check_outside_package(run_dir.path, "--run-dir")
     pool = load_data(flags.pool, "--pool")
     valid = validation_data(flags)
     strategy = parallel.data_parallel(options.parallel)

@@ -18,17 +18,9 @@ from gnkit.demos.sudoku.evaluation import (
     shown_steps,
     summarise,
 )
-from gnkit.demos.sudoku.model_files import check_outside_package, export, load_model
+from gnkit.demos.sudoku.model_files import export, load_model
 from gnkit.demos.sudoku.solving import describe_solve, solve_steps
 from gnkit.tasks import sudoku
-
-
-def check_outputs(options: experiments.Options) -> None:
-    """A `UsageError` if `--json` or `--plot` points into the gnkit package."""
-    if options.json_path not in (None, "-"):
-        check_outside_package(options.json_path, "--json")
-    if options.plot is not None:
-        check_outside_package(options.plot, "--plot")
 
 
 def evaluation_data(flags) -> tuple[np.ndarray, np.ndarray]:
@@ -50,9 +42,7 @@ def describe_model(config: SudokuConfig, info: dict) -> str:
 
 def evaluate(config, run_dir, options: experiments.Options) -> dict:
     """The `eval` verb: accuracy per givens level and per step of `--checkpoint` on `--data`."""
-    del config, run_dir  # the model's config comes with --checkpoint
     flags = options.flags
-    check_outputs(options)
     quizzes, solutions = evaluation_data(flags)
     config, params, info = load_model(flags.checkpoint)
     print(f"model: {flags.checkpoint} ({describe_model(config, info)})")
@@ -87,9 +77,7 @@ def evaluate(config, run_dir, options: experiments.Options) -> dict:
 def demo(config, run_dir, options: experiments.Options) -> dict:
     """The `demo` verb: the shipped model on `--per-level` puzzles of each givens level of
     `--data`, then the hardest puzzle it solves (else the easiest), step by step."""
-    del config, run_dir  # the model's config comes with --checkpoint
     flags = options.flags
-    check_outputs(options)
     quizzes, solutions = evaluation_data(flags)
     config, params, info = load_model(flags.checkpoint)
     print(f"Sudoku RRN demo: {describe_model(config, info)}")
@@ -118,9 +106,7 @@ def demo(config, run_dir, options: experiments.Options) -> dict:
 
 def solve(config, run_dir, options: experiments.Options) -> dict:
     """The `solve` verb: rejects a malformed puzzle or contradictory givens before solving."""
-    del config, run_dir  # the model's config comes with --checkpoint
     flags = options.flags
-    check_outputs(options)
     try:
         quiz = sudoku.check_givens(sudoku.parse_board(flags.puzzle))
     except ValueError as error:
@@ -140,9 +126,7 @@ def solve(config, run_dir, options: experiments.Options) -> dict:
 
 def export_model(config, run_dir, options: experiments.Options) -> dict:
     """The `export` verb: a run's best checkpoint as a shippable model in `--to`."""
-    del config, run_dir  # the model's config comes with --from
     flags = options.flags
-    check_outputs(options)
     info = export(flags.source, flags.target)
     print(
         f"exported {flags.source}/checkpoints/{info['checkpoint']} to {flags.target}: "
@@ -155,8 +139,6 @@ def export_model(config, run_dir, options: experiments.Options) -> dict:
 def curves(config, run_dir, options: experiments.Options) -> dict:
     """The `curves` verb: validation accuracy vs training CPU-minutes of `--run`s; with
     `--plot PATH`, puzzles solved in PATH and empty cells right in its `_cells` twin."""
-    del config, run_dir  # each run's metrics come with --run
-    check_outputs(options)
     runs = learning_curves(named_runs(options.flags.run))
     print_curves(runs)
     puzzles_path = options.plot_path(None, "curves.png")
