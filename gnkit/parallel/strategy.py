@@ -101,6 +101,25 @@ class _Strategy:
                     f"local devices; got a leaf of shape {np.shape(leaf)}."
                 )
 
+    def train_step(
+        self,
+        loss_fn: Callable[[Any, Any], Any],
+        optimizer: optax.GradientTransformation,
+        *,
+        weight_fn: Callable[[Any], jax.Array] | None = None,
+        has_aux: bool = False,
+        donate: bool = True,
+        compiler_options: dict[str, Any] | None = None,
+    ) -> StepFn:
+        """The compiled `step(params, opt_state, batch) -> (params, opt_state, metrics)`.
+
+        See `gnkit.parallel.make_train_step` for the arguments. The mesh strategy compiles it
+        as `jit` of a `shard_map`; the pmap strategy as `jax.pmap`, whose outputs keep the
+        leading device axis (`unreplicate` gives one copy) and which takes no
+        `compiler_options`."""
+        device_step = self._device_step(loss_fn, optimizer, weight_fn, has_aux)
+        return self._compile(device_step, (0, 1) if donate else (), compiler_options)
+
     def _device_step(
         self,
         loss_fn: Callable[[Any, Any], Any],
@@ -166,20 +185,7 @@ class MeshStrategy(_Strategy):
             lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch
         )
 
-    def train_step(
-        self,
-        loss_fn: Callable[[Any, Any], Any],
-        optimizer: optax.GradientTransformation,
-        *,
-        weight_fn: Callable[[Any], jax.Array] | None = None,
-        has_aux: bool = False,
-        donate: bool = True,
-        compiler_options: dict[str, Any] | None = None,
-    ) -> StepFn:
-        """The compiled `step(params, opt_state, batch) -> (params, opt_state, metrics)`.
-
-        See `gnkit.parallel.make_train_step` for the arguments."""
-        device_step = self._device_step(loss_fn, optimizer, weight_fn, has_aux)
+    def _compile(self, device_step, donate_argnums, compiler_options) -> StepFn:
         sharded_step = jax.shard_map(
             device_step,
             mesh=self.mesh,
@@ -187,9 +193,7 @@ class MeshStrategy(_Strategy):
             out_specs=(P(), P(), P()),
         )
         return jax.jit(
-            sharded_step,
-            donate_argnums=(0, 1) if donate else (),
-            compiler_options=compiler_options,
+            sharded_step, donate_argnums=donate_argnums, compiler_options=compiler_options
         )
 
 
@@ -222,27 +226,14 @@ class PmapStrategy(_Strategy):
             batch,
         )
 
-    def train_step(
-        self,
-        loss_fn: Callable[[Any, Any], Any],
-        optimizer: optax.GradientTransformation,
-        *,
-        weight_fn: Callable[[Any], jax.Array] | None = None,
-        has_aux: bool = False,
-        donate: bool = True,
-        compiler_options: dict[str, Any] | None = None,
-    ) -> StepFn:
-        """The `pmap`ped step; outputs keep the leading device axis (`unreplicate` gives one).
-
-        `compiler_options` is accepted for a uniform signature; `pmap` takes none, so it must be
-        None here."""
+    def _compile(self, device_step, donate_argnums, compiler_options) -> StepFn:
         if compiler_options:
             raise ValueError("compiler_options are not supported with pmap; use mode='mesh'.")
         return jax.pmap(
-            self._device_step(loss_fn, optimizer, weight_fn, has_aux),
+            device_step,
             axis_name=self.axis_name,
             devices=list(self.mesh.devices.flat),
-            donate_argnums=(0, 1) if donate else (),
+            donate_argnums=donate_argnums,
         )
 
 
