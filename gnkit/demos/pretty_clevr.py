@@ -518,7 +518,7 @@ def plot_scene(data, predictions: dict[str, np.ndarray], path: Path, question: i
                                                                 "jumps"))
     start = int(np.flatnonzero((colors if by_color else markers) == anchor)[0])
     path_objects = task.greedy_paths(positions[None])[0, start, : jumps + 1]
-    figure, ax = plt.subplots(figsize=(4.8, 5.4))
+    figure, ax = plt.subplots(figsize=(4.8, 5.8), layout="constrained")
     task.draw_scene(ax, positions, colors, markers, path_objects)
     lines = [task.describe_question(bool(by_color), anchor, jumps),
              f"answer: {task.answer_name(int(data['answer'][question]))}"]
@@ -526,7 +526,6 @@ def plot_scene(data, predictions: dict[str, np.ndarray], path: Path, question: i
         said = [task.answer_name(int(a)) for a in answers[:, question]]
         lines.append(f"{name}: {' '.join(said)}" if name == "rrn" else f"{name}: {said[0]}")
     ax.set_title("\n".join(lines), fontsize=7)
-    figure.tight_layout()
     return experiments.save_figure(figure, path)
 
 
