@@ -130,3 +130,16 @@ def test_gat_split_logits_match_numpy_and_the_per_edge_path():
 def test_gat_needs_one_way_of_computing_logits(kwargs):
     with pytest.raises(ValueError, match="logit_fn"):
         attention.gat(lambda x: x, **kwargs)
+
+
+def test_relational_memory_benchmark_quick_runs_every_version(capsys):
+    from benchmarks import relational_memory
+
+    summary = relational_memory.main(["--quick"])
+    assert set(summary["results"]) == {
+        "gnkit dense",
+        "gnkit graph",
+        "flax dot_product_attention",
+        "flax MultiHeadDotProductAttention",
+    }
+    assert "gnkit dense" in capsys.readouterr().out
