@@ -40,6 +40,7 @@ import optax
 
 from gnkit import experiments, parallel
 from gnkit import train as training
+from gnkit._varying import varying_like
 from gnkit.experiments import setting
 from gnkit.nn import MLP, RelationalMemory
 from gnkit.tasks import nth_farthest as task
@@ -104,16 +105,6 @@ CONFIGS = {
         eval_every_updates=2,
     ),
 }
-
-
-def varying_like(tree, reference: jax.Array):
-    """`tree` with the device-varying type of `reference` under `shard_map` (unchanged
-    elsewhere): a constant initial carry must vary over the mesh axes its scan's outputs vary
-    over, or `lax.scan` rejects it. Jittable."""
-    axes = tuple(sorted(jax.typeof(reference).mat.varying))
-    if not axes:
-        return tree
-    return jax.tree.map(lambda leaf: jax.lax.pcast(leaf, axes, to="varying"), tree)
 
 
 class NthFarthestModel(nn.Module):
@@ -257,7 +248,7 @@ def load_trained(name: str, config: NthFarthestConfig, run_dir: experiments.RunD
     """Model `name`'s final (`which="final"`, the latest checkpoint) or best-scoring
     (`"best"`) state in `run_dir`."""
     checkpoints = run_dir.path / "checkpoints" / name
-    path = checkpoints / "best.msgpack" if which == "best" else None
+    path = checkpoints / training.BEST_CHECKPOINT if which == "best" else None
     if path is None or not path.exists():
         path = training.latest_checkpoint(checkpoints)
     if path is None:

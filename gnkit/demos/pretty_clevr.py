@@ -410,7 +410,7 @@ def train_model(
 def load_trained(name: str, config: PrettyClevrConfig, run_dir: experiments.RunDir, datasets):
     """The best validated state of model `name` in `run_dir` (else its latest checkpoint)."""
     checkpoints = run_dir.path / "checkpoints" / name
-    best = checkpoints / "best.msgpack"
+    best = checkpoints / training.BEST_CHECKPOINT
     path = best if best.exists() else training.latest_checkpoint(checkpoints)
     if path is None:
         raise experiments.UsageError(f"--run-dir {run_dir.path}: no checkpoint of model {name}")

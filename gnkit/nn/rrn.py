@@ -30,6 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from gnkit._varying import varying_like
 from gnkit.graph import GraphsTuple, num_nodes, require
 from gnkit.nn.mlp import MLP
 from gnkit.segment import segment_sum
@@ -218,30 +219,9 @@ def _remat_block(length: int):
     steps = _scan(nn.remat(_scan_body, prevent_cse=False), length)
 
     def block(module: RecurrentRelationalNetwork, carry, context):
-        return steps(module, _varying_like(carry, context), context)
+        return steps(module, varying_like(carry, context), context)
 
     return nn.remat(block, prevent_cse=False)
-
-
-def _varying_like(carry, context):
-    """`carry` marked as varying over every `shard_map` axis that `carry` or `context` varies
-    over. Inside `remat` the carry arrives without that type while the step's output has it,
-    and `lax.scan` needs the two to match. Outside `shard_map` it returns `carry` unchanged."""
-    leaves = jax.tree.leaves((carry, context))
-    axes = frozenset().union(*(_varying_axes(leaf) for leaf in leaves))
-
-    def mark(leaf):
-        missing = tuple(sorted(axes - _varying_axes(leaf)))
-        return jax.lax.pcast(leaf, missing, to="varying") if missing else leaf
-
-    return jax.tree.map(mark, carry)
-
-
-def _varying_axes(leaf) -> frozenset:
-    """The `shard_map` axes `leaf` varies over (`aval.vma` before JAX 0.10)."""
-    aval = jax.typeof(leaf)
-    varying = getattr(aval, "vma", None)
-    return frozenset(aval.manual_axis_type.varying if varying is None else varying)
 
 
 def _default_block_size(num_steps: int) -> int:

@@ -68,7 +68,7 @@ def load_model(source: str | Path, flag: str = "--checkpoint") -> tuple[SudokuCo
         info = json.loads(info_path.read_text()) if info_path.exists() else {}
         return config, params, info
     if checkpoint is None:
-        best = model_dir / "checkpoints" / "best.msgpack"
+        best = model_dir / "checkpoints" / training.BEST_CHECKPOINT
         latest = training.latest_checkpoint(model_dir / "checkpoints")
         checkpoint = best if best.exists() else latest
         if checkpoint is None:
