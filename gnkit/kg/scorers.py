@@ -1,0 +1,222 @@
+"""Scoring functions of knowledge-graph embeddings: TransE, DistMult, ComplEx and RotatE.
+
+Each model is a `Scorer` of three pure functions over embedding arrays (higher scores mean more
+plausible triples):
+
+- `score(heads [B, W], relations [B, Wr], tails [B, W]) -> [B]`, one score per triple;
+- `score_tails(heads [B, W], relations [B, Wr], entities [E, W]) -> [B, E]`, every entity as the
+  tail of each `(head, relation)`;
+- `score_heads(relations [B, Wr], tails [B, W], entities [E, W]) -> [B, E]`, every entity as the
+  head of each `(relation, tail)`.
+
+DistMult, ComplEx and TransE-L2 score all entities with one matmul (no `[B, E, W]` array);
+TransE-L1 and RotatE sum a non-linear function of each coordinate, so their all-entity scores
+hold a `[B, E, W]` difference: bound `B` (the evaluation's chunk size) for large graphs.
+
+Complex embeddings (ComplEx, RotatE) are real arrays `[..., 2 * dim]`: the `dim` real parts,
+then the `dim` imaginary parts. RotatE's relations are phases `[..., dim]`: the relation is the
+rotation `exp(i * phase)`, of modulus 1 by construction. Jittable, differentiable, no Flax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+# Added under square roots so that distances of 0 keep finite gradients.
+_TINY = 1e-18
+
+
+def _halves(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Real and imaginary parts of a complex embedding `[..., 2 * dim]`, each `[..., dim]`."""
+    dim = x.shape[-1] // 2
+    return x[..., :dim], x[..., dim:]
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+    return jnp.sqrt(jnp.maximum(x, 0.0) + _TINY)
+
+
+def _distance(difference: jax.Array, norm: int) -> jax.Array:
+    """The L1 or L2 norm over the last axis."""
+    if norm == 1:
+        return jnp.sum(jnp.abs(difference), axis=-1)
+    return _safe_sqrt(jnp.sum(difference * difference, axis=-1))
+
+
+def _distance_to_all(queries: jax.Array, entities: jax.Array, norm: int) -> jax.Array:
+    """`||queries[b] - entities[e]||_norm`, `[B, W], [E, W] -> [B, E]`; L2 as one matmul,
+    `|q|^2 - 2 q.e + |e|^2`."""
+    if norm == 1:
+        return _distance(queries[:, None, :] - entities[None, :, :], 1)
+    squared = (
+        jnp.sum(queries * queries, axis=-1)[:, None]
+        - 2.0 * queries @ entities.T
+        + jnp.sum(entities * entities, axis=-1)[None, :]
+    )
+    return _safe_sqrt(squared)
+
+
+def transe(heads: jax.Array, relations: jax.Array, tails: jax.Array, norm: int = 1) -> jax.Array:
+    """TransE (Bordes et al. 2013): `-||h + r - t||_norm`, `[B, D]` each -> `[B]`."""
+    return -_distance(heads + relations - tails, norm)
+
+
+def transe_tails(heads, relations, entities, norm: int = 1) -> jax.Array:
+    """TransE with every entity as the tail: `[B, D], [B, D], [E, D] -> [B, E]`."""
+    return -_distance_to_all(heads + relations, entities, norm)
+
+
+def transe_heads(relations, tails, entities, norm: int = 1) -> jax.Array:
+    """TransE with every entity as the head: `||e + r - t|| = ||e - (t - r)||`, `-> [B, E]`."""
+    return -_distance_to_all(tails - relations, entities, norm)
+
+
+def distmult(heads: jax.Array, relations: jax.Array, tails: jax.Array) -> jax.Array:
+    """DistMult (Yang et al. 2015): `sum_k h_k r_k t_k`, `[B, D]` each -> `[B]`."""
+    return jnp.sum(heads * relations * tails, axis=-1)
+
+
+def distmult_tails(heads, relations, entities) -> jax.Array:
+    """DistMult with every entity as the tail, one matmul: `(h * r) @ E^T`, `-> [B, E]`."""
+    return (heads * relations) @ entities.T
+
+
+def distmult_heads(relations, tails, entities) -> jax.Array:
+    """DistMult with every entity as the head, one matmul: `(r * t) @ E^T`, `-> [B, E]`."""
+    return (relations * tails) @ entities.T
+
+
+def _complex_product(x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.Array]:
+    (x_re, x_im), (y_re, y_im) = _halves(x), _halves(y)
+    return x_re * y_re - x_im * y_im, x_re * y_im + x_im * y_re
+
+
+def complex_score(heads: jax.Array, relations: jax.Array, tails: jax.Array) -> jax.Array:
+    """ComplEx (Trouillon et al. 2016): `Re(sum_k h_k r_k conj(t_k))`, complex embeddings
+    `[B, 2 * dim]` each -> `[B]`."""
+    product_re, product_im = _complex_product(heads, relations)
+    tails_re, tails_im = _halves(tails)
+    return jnp.sum(product_re * tails_re + product_im * tails_im, axis=-1)
+
+
+def complex_tails(heads, relations, entities) -> jax.Array:
+    """ComplEx with every entity as the tail, one matmul: `[Re(h r), Im(h r)] @ E^T`,
+    `-> [B, E]`."""
+    return jnp.concatenate(_complex_product(heads, relations), axis=-1) @ entities.T
+
+
+def complex_heads(relations, tails, entities) -> jax.Array:
+    """ComplEx with every entity as the head, one matmul: with `z = r conj(t)`,
+    `Re(h z) = [Re z, -Im z] . h`, `-> [B, E]`."""
+    (r_re, r_im), (t_re, t_im) = _halves(relations), _halves(tails)
+    z_re = r_re * t_re + r_im * t_im
+    z_im = r_im * t_re - r_re * t_im
+    return jnp.concatenate([z_re, -z_im], axis=-1) @ entities.T
+
+
+def rotation(phases: jax.Array) -> jax.Array:
+    """The unit complex numbers `exp(i * phases)`: `[..., dim] -> [..., 2 * dim]`
+    (cosines, then sines), each of modulus 1."""
+    return jnp.concatenate([jnp.cos(phases), jnp.sin(phases)], axis=-1)
+
+
+def _modulus_sum(difference_re: jax.Array, difference_im: jax.Array) -> jax.Array:
+    return jnp.sum(_safe_sqrt(difference_re**2 + difference_im**2), axis=-1)
+
+
+def rotate(heads: jax.Array, phases: jax.Array, tails: jax.Array) -> jax.Array:
+    """RotatE (Sun et al. 2019): `-sum_k |h_k exp(i phase_k) - t_k|`, complex entities
+    `[B, 2 * dim]` and phases `[B, dim]` -> `[B]`."""
+    rotated_re, rotated_im = _complex_product(heads, rotation(phases))
+    tails_re, tails_im = _halves(tails)
+    return -_modulus_sum(rotated_re - tails_re, rotated_im - tails_im)
+
+
+def _rotate_to_all(queries: jax.Array, entities: jax.Array) -> jax.Array:
+    (q_re, q_im), (e_re, e_im) = _halves(queries), _halves(entities)
+    return -_modulus_sum(q_re[:, None] - e_re[None], q_im[:, None] - e_im[None])
+
+
+def rotate_tails(heads, phases, entities) -> jax.Array:
+    """RotatE with every entity as the tail: `-> [B, E]` (a `[B, E, dim]` difference)."""
+    return _rotate_to_all(jnp.concatenate(_complex_product(heads, rotation(phases)), -1), entities)
+
+
+def rotate_heads(phases, tails, entities) -> jax.Array:
+    """RotatE with every entity as the head: as `|r| = 1`, `|h r - t| = |h - t conj(r)|`,
+    `-> [B, E]`."""
+    return _rotate_to_all(jnp.concatenate(_complex_product(tails, rotation(-phases)), -1), entities)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scorer:
+    """One embedding model's scoring functions and its embedding widths.
+
+    `score`, `score_tails` and `score_heads` are described in the module docstring.
+    `complex_entities` says the entity embeddings are complex (`2 * dim` reals for `dim`
+    complex coordinates); `relation_width(dim)` is the width of a relation's embedding. A
+    frozen dataclass of module-level functions, hashable, so it can be a static argument of
+    `jax.jit`.
+    """
+
+    name: str
+    score: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+    score_tails: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+    score_heads: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+    complex_entities: bool = False
+    relation_is_phase: bool = False
+
+    def entity_width(self, dim: int) -> int:
+        """Reals per entity embedding: `dim`, or `2 * dim` for complex embeddings."""
+        return 2 * dim if self.complex_entities else dim
+
+    def relation_width(self, dim: int) -> int:
+        """Reals per relation embedding: `dim` phases for RotatE, else as an entity's."""
+        return dim if self.relation_is_phase else self.entity_width(dim)
+
+
+def _transe_l1_tails(heads, relations, entities):
+    return transe_tails(heads, relations, entities, 1)
+
+
+def _transe_l1_heads(relations, tails, entities):
+    return transe_heads(relations, tails, entities, 1)
+
+
+def _transe_l2(heads, relations, tails):
+    return transe(heads, relations, tails, 2)
+
+
+def _transe_l2_tails(heads, relations, entities):
+    return transe_tails(heads, relations, entities, 2)
+
+
+def _transe_l2_heads(relations, tails, entities):
+    return transe_heads(relations, tails, entities, 2)
+
+
+SCORERS: dict[str, Scorer] = {
+    "transe": Scorer("transe", transe, _transe_l1_tails, _transe_l1_heads),
+    "transe_l2": Scorer("transe_l2", _transe_l2, _transe_l2_tails, _transe_l2_heads),
+    "distmult": Scorer("distmult", distmult, distmult_tails, distmult_heads),
+    "complex": Scorer(
+        "complex", complex_score, complex_tails, complex_heads, complex_entities=True
+    ),
+    "rotate": Scorer(
+        "rotate", rotate, rotate_tails, rotate_heads, complex_entities=True, relation_is_phase=True
+    ),
+}
+
+
+def get_scorer(scorer: str | Scorer) -> Scorer:
+    """The `Scorer` named `scorer` (`transe` (L1), `transe_l2`, `distmult`, `complex`,
+    `rotate`), or `scorer` itself."""
+    if isinstance(scorer, Scorer):
+        return scorer
+    if scorer not in SCORERS:
+        raise ValueError(f"unknown scorer {scorer!r}; known: {', '.join(SCORERS)}")
+    return SCORERS[scorer]
