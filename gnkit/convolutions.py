@@ -1,4 +1,4 @@
-"""Neighbourhood convolutions: GCN, GraphSAGE and GIN.
+"""Neighbourhood convolutions: GCN, GraphSAGE, GIN and R-GCN.
 
 Messages flow along edges from sender to receiver, so a node's neighbours are the senders of its
 incoming edges; use a graph with both directions of each edge for undirected convolution. Node
@@ -280,5 +280,71 @@ def gin(
         neighbour_sum = _neighbour_sum(graph.nodes, graph, aggregator, indices_are_sorted)
         combined = tree_map(lambda x, s: (1.0 + epsilon) * x + s, graph.nodes, neighbour_sum)
         return graph._replace(nodes=mlp(combined))
+
+    return apply
+
+
+RGCN_NORMALIZATIONS = ("in_degree", "none")
+
+
+def rgcn(
+    relation_fn: Callable[[jax.Array], jax.Array],
+    self_fn: Callable[[jax.Array], jax.Array] | None = None,
+    *,
+    num_relations: int,
+    normalization: str = "in_degree",
+    indices_are_sorted: bool = False,
+) -> GraphFn:
+    """A relational graph convolution (Schlichtkrull et al. 2018):
+    `x'_i = self_fn(x_i) + sum_r sum_{j -r-> i} x_j W_r / c_{i,r}`.
+
+    `graph.edges` holds each edge's relation, int `[E]` in `[0, num_relations)`.
+    `relation_fn` maps node features `[N, F]` to every relation's projection `[N, R, F']`
+    (`x_j W_r` for each `r`; a basis or block-diagonal decomposition of the `W_r` lives in it,
+    see `gnkit.nn.RGCN`): projecting the nodes once costs `O(N R F F')` and each edge then only
+    gathers a row, instead of an `[E, F] x [F, F']` product per edge. `c_{i,r}` is the number of
+    edges of relation `r` into `i` (`normalization='in_degree'`, the paper's) or 1 (`'none'`).
+    `self_fn` (`[N, F] -> [N, F']`, the self-loop weight `W_0`) is added when given. No
+    activation. Replaces `graph.nodes`. Jittable.
+
+    Example:
+        Edges 0 -r0-> 2, 1 -r0-> 2 and 1 -r1-> 2; relation `r` scales by `r + 1`. Node 2 gets
+        the mean over relation 0 and the sum over relation 1: `(1 + 2) / 2 + 2 * 2`:
+
+        >>> import jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> from gnkit.convolutions import rgcn
+        >>> graph = gn.GraphsTuple(
+        ...     nodes=jnp.array([[1.0], [2.0], [4.0]]), edges=jnp.array([0, 0, 1]),
+        ...     senders=jnp.array([0, 1, 1]), receivers=jnp.array([2, 2, 2]), globals=None,
+        ...     n_node=jnp.array([3]), n_edge=jnp.array([3]))
+        >>> scale_by_relation = lambda x: x[:, None, :] * jnp.array([1.0, 2.0])[None, :, None]
+        >>> print(rgcn(scale_by_relation, num_relations=2)(graph).nodes[:, 0])
+        [0.  0.  5.5]
+    """
+    if normalization not in RGCN_NORMALIZATIONS:
+        raise ValueError(
+            f"rgcn: normalization must be one of {RGCN_NORMALIZATIONS}, got {normalization!r}."
+        )
+
+    def apply(graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "edges", "senders", "receivers", block="rgcn")
+        num_nodes = graph.nodes.shape[0]
+        projected = relation_fn(graph.nodes)
+        projected = projected.reshape((num_nodes * num_relations,) + projected.shape[2:])
+        relation = graph.edges.astype(graph.senders.dtype)
+        messages = projected[graph.senders * num_relations + relation]
+        if normalization == "in_degree":
+            slot = graph.receivers * num_relations + relation
+            counts = jax.ops.segment_sum(
+                jnp.ones(slot.shape, messages.dtype), slot, num_nodes * num_relations
+            )
+            messages = messages / _column(counts[slot], messages)
+        aggregated = jax.ops.segment_sum(
+            messages, graph.receivers, num_nodes, indices_are_sorted=indices_are_sorted
+        )
+        if self_fn is not None:
+            aggregated = aggregated + self_fn(graph.nodes)
+        return graph._replace(nodes=aggregated)
 
     return apply

@@ -2,6 +2,7 @@
 
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
+from gnkit.nn.kg import RGCN, KGEmbedding, RGCNEncoder
 from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
 from gnkit.nn.lcm import LCMAggregation
 from gnkit.nn.mlp import MLP
@@ -19,8 +20,11 @@ __all__ = [
     "GraphIndependent",
     "GraphNetwork",
     "GraphSAGE",
+    "KGEmbedding",
     "LCMAggregation",
     "MLP",
+    "RGCN",
+    "RGCNEncoder",
     "RecurrentRelationalNetwork",
     "RelationNetwork",
     "RelationalMemory",
