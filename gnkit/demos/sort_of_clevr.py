@@ -1,0 +1,518 @@
+"""Sort-of-CLEVR from pixels: a CNN + relation network vs a CNN + MLP (Santoro et al., 2017).
+
+Images and questions from `gnkit.tasks.sort_of_clevr` (6 objects, 10 relational and 10
+non-relational questions per image). Both models share the image encoder: `conv_layers` 3x3
+convolutions of stride 2 with `conv_channels` channels and ReLU, which turn a 75x75 image into a
+5x5 feature map. Each image is encoded once and all its 20 questions are answered from the same
+map.
+
+- `rn`: the 25 cells of the map, each tagged with its `(x, y)` coordinates in [-1, 1], are the
+  objects of `nn.RelationNetwork` (dense layout, factorised first layer): `g` over the 625
+  ordered cell pairs with the question vector, summed, then `f` to the 10 answers.
+- `mlp`: the flattened map and the question through an MLP (the paper's CNN+MLP baseline).
+
+`gnkit sort-of-clevr train` generates the data set (cached in the run directory as
+`data_<split>.npz`), trains each model of `models` in turn (resumable), keeps the state with the
+best validation accuracy, and tests it: accuracy on the relational and non-relational test
+questions, a figure of validation curves and test accuracy (`accuracy.png`), and a grid of test
+images with a question, its answer and each model's prediction (`examples.png`). `eval` tests a
+finished run again. Host driver around jitted steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gnkit import experiments, parallel
+from gnkit import train as training
+from gnkit.experiments import setting
+from gnkit.nn import MLP, RelationNetwork
+from gnkit.tasks import sort_of_clevr as task
+
+ModelName = Literal["rn", "mlp"]
+MODEL_NAMES: tuple[str, ...] = ("rn", "mlp")
+SPLITS = ("train", "valid", "test")
+_QUESTION_KEYS = ("color", "relational", "kind", "answer")
+# Santoro et al. (2017), section 5.3: the CNN+RN above 94% on both kinds of question; the
+# CNN+MLP as good on non-relational ones, 63% on relational ones.
+PAPER = {"rn": {"relational": 0.94, "non_relational": 0.94},
+         "mlp": {"relational": 0.63, "non_relational": 0.94}}
+
+
+@dataclasses.dataclass(frozen=True)
+class SortOfClevrConfig:
+    """Data, models and training of one run; every model in `models` gets the same budget."""
+
+    models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
+    updates: int = setting(20_000, minimum=1, help="optimiser steps per model")
+    images_per_batch: int = setting(
+        4, minimum=1, help="images per update, each with its 20 questions"
+    )
+    conv_layers: int = setting(4, minimum=1, help="stride-2 3x3 convolutions of the encoder")
+    conv_channels: int = setting(24, minimum=1)
+    pair_features: tuple[int, ...] = setting((64, 64, 64, 64), minimum=1, help="RN's g")
+    output_features: tuple[int, ...] = setting(
+        (256, 256), minimum=1, help="RN's f before the answer layer"
+    )
+    mlp_features: tuple[int, ...] = setting(
+        (256, 256, 256), minimum=1, help="CNN+MLP hidden layers"
+    )
+    learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, cosine decay to 5%")
+    train_images: int = setting(9_800, minimum=1)
+    valid_images: int = setting(200, minimum=1, help="for choosing the best checkpoint")
+    test_images: int = setting(200, minimum=1)
+    eval_every_updates: int = setting(1_000, minimum=1)
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not self.models or len(set(self.models)) != len(self.models):
+            raise ValueError(f"models must name each of {MODEL_NAMES} at most once")
+        if not self.pair_features:
+            raise ValueError("pair_features must have at least one layer")
+
+
+CONFIGS = {
+    "default": SortOfClevrConfig(),
+    # The paper's sizes: g of four 256-wide layers, f of 256, 256; batch 64 questions (3 images).
+    "paper": SortOfClevrConfig(
+        updates=200_000, images_per_batch=3, pair_features=(256,) * 4, learning_rate=2.5e-4
+    ),
+    "tiny": SortOfClevrConfig(
+        updates=6,
+        images_per_batch=2,
+        conv_channels=8,
+        pair_features=(16, 16),
+        output_features=(16,),
+        mlp_features=(16,),
+        train_images=12,
+        valid_images=4,
+        test_images=4,
+        eval_every_updates=3,
+    ),
+}
+
+
+def question_features(color: jax.Array, relational: jax.Array, kind: jax.Array) -> jax.Array:
+    """The question vectors `[..., 11]` (one-hot colour, relational flag, type) of integer
+    arrays of one shape; the same encoding as `task.question_vectors`. Jittable."""
+    return jnp.concatenate(
+        [
+            jax.nn.one_hot(color, task.NUM_OBJECTS),
+            jax.nn.one_hot(jnp.asarray(relational, jnp.int32), 2),
+            jax.nn.one_hot(kind, 3),
+        ],
+        axis=-1,
+    )
+
+
+class ImageEncoder(nn.Module):
+    """`layers` 3x3 convolutions of stride 2 with ReLU: uint8 images `[B, 75, 75, 3]` to a
+    feature map `[B, h, w, channels]` (5x5 after 4 layers). Jittable."""
+
+    layers: int
+    channels: int
+
+    @nn.compact
+    def __call__(self, images: jax.Array) -> jax.Array:
+        hidden = images.astype(jnp.float32) / 255.0
+        for _ in range(self.layers):
+            hidden = nn.relu(nn.Conv(self.channels, (3, 3), strides=2, padding="SAME")(hidden))
+        return hidden
+
+
+def cells_as_objects(feature_map: jax.Array) -> jax.Array:
+    """The cells of a feature map `[B, h, w, C]` as objects `[B, h * w, C + 2]`, row-major, each
+    with its column and row coordinates in [-1, 1] appended. Jittable."""
+    batch, height, width, channels = feature_map.shape
+    rows, columns = jnp.meshgrid(
+        jnp.linspace(-1.0, 1.0, height), jnp.linspace(-1.0, 1.0, width), indexing="ij"
+    )
+    coordinates = jnp.broadcast_to(jnp.stack([columns, rows], -1), (batch, height, width, 2))
+    objects = jnp.concatenate([feature_map, coordinates.astype(feature_map.dtype)], axis=-1)
+    return objects.reshape(batch, height * width, channels + 2)
+
+
+class CnnRelationNetwork(nn.Module):
+    """CNN + RN: answer logits `[B, Q, 10]` for a batch of images `[B, 75, 75, 3]` and their
+    questions `[B, Q]` (see `make_batch`). Jittable."""
+
+    config: SortOfClevrConfig
+
+    @nn.compact
+    def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
+        config = self.config
+        feature_map = ImageEncoder(config.conv_layers, config.conv_channels, name="cnn")(
+            batch["images"]
+        )
+        objects = cells_as_objects(feature_map)
+        questions = question_features(batch["color"], batch["relational"], batch["kind"])
+        num_images, num_questions = questions.shape[:2]
+        network = RelationNetwork(
+            pair_features=tuple(config.pair_features),
+            output_features=(*config.output_features, task.NUM_ANSWERS),
+            name="rn",
+        )
+        per_question = jnp.repeat(objects, num_questions, axis=0)
+        logits = network.dense(per_question, questions.reshape(num_images * num_questions, -1))
+        return logits.reshape(num_images, num_questions, task.NUM_ANSWERS)
+
+
+class CnnMLP(nn.Module):
+    """CNN + MLP: answer logits `[B, Q, 10]` from the flattened feature map and each question.
+    Jittable."""
+
+    config: SortOfClevrConfig
+
+    @nn.compact
+    def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
+        config = self.config
+        feature_map = ImageEncoder(config.conv_layers, config.conv_channels, name="cnn")(
+            batch["images"]
+        )
+        questions = question_features(batch["color"], batch["relational"], batch["kind"])
+        num_images, num_questions = questions.shape[:2]
+        flat = feature_map.reshape(num_images, 1, -1)
+        flat = jnp.broadcast_to(flat, (num_images, num_questions, flat.shape[-1]))
+        mlp = MLP((*config.mlp_features, task.NUM_ANSWERS), name="mlp")
+        return mlp(jnp.concatenate([flat, questions], axis=-1))
+
+
+def build_model(name: str, config: SortOfClevrConfig) -> nn.Module:
+    """The flax module of model `name` (`rn` or `mlp`)."""
+    return {"rn": CnnRelationNetwork, "mlp": CnnMLP}[name](config)
+
+
+def load_datasets(config: SortOfClevrConfig, run_dir: experiments.RunDir) -> dict[str, dict]:
+    """Train, validation and test images with their questions, from `config.seed`; generated
+    once and cached in the run directory (`data_<split>.npz`). Host."""
+    sizes = {"train": config.train_images, "valid": config.valid_images,
+             "test": config.test_images}
+    datasets = {}
+    for index, split in enumerate(SPLITS):
+        seed = int(np.random.SeedSequence([config.seed, index]).generate_state(1)[0])
+        path = run_dir.file(f"data_{split}.npz")
+        with experiments.reading_file(path, "a cached Sort-of-CLEVR data set (delete it)"):
+            datasets[split] = task.load_or_generate(path, seed, sizes[split])
+    return datasets
+
+
+def image_batch(data: dict[str, np.ndarray], images: np.ndarray) -> dict[str, np.ndarray]:
+    """The model input of the given image indices `[B]`: `images` uint8 `[B, 75, 75, 3]` and
+    the questions' `color`, `relational`, `kind`, `answer`, int32 `[B, 20]`. Host."""
+    questions = {key: data[key][images].astype(np.int32) for key in _QUESTION_KEYS}
+    return {"images": data["images"][images], **questions}
+
+
+def make_batch(config: SortOfClevrConfig, train: dict[str, np.ndarray]) -> Callable[[int], dict]:
+    """`step -> batch` of `images_per_batch` training images: epochs of the training set, each in
+    its own random order. A pure function of the step, so a resumed run sees the same batches.
+    Host."""
+    num_images, size = len(train["images"]), config.images_per_batch
+
+    def batch(step: int) -> dict[str, np.ndarray]:
+        positions = np.arange(step * size, (step + 1) * size)
+        epochs, offsets = np.divmod(positions, num_images)
+        orders = {
+            epoch: np.random.default_rng([config.seed, 1_000, epoch]).permutation(num_images)
+            for epoch in np.unique(epochs)
+        }
+        images = np.array([orders[e][o] for e, o in zip(epochs, offsets, strict=True)])
+        return image_batch(train, images)
+
+    return batch
+
+
+def loss_fn(model: nn.Module):
+    """`(params, batch) -> (loss, metrics)`: mean cross-entropy (nats) over every question of the
+    batch; accuracy on its relational and non-relational questions. Jittable."""
+
+    def loss(params, batch):
+        logits = model.apply(params, batch)
+        answers = batch["answer"]
+        cross_entropy = optax.softmax_cross_entropy_with_integer_labels(logits, answers)
+        correct = (jnp.argmax(logits, axis=-1) == answers).astype(jnp.float32)
+        relational = batch["relational"].astype(jnp.float32)
+        metrics = {
+            "relational": jnp.sum(correct * relational) / jnp.maximum(jnp.sum(relational), 1),
+            "non_relational": jnp.sum(correct * (1 - relational))
+            / jnp.maximum(jnp.sum(1 - relational), 1),
+        }
+        return jnp.mean(cross_entropy), metrics
+
+    return loss
+
+
+def optimizer(config: SortOfClevrConfig) -> optax.GradientTransformation:
+    """Adam with a short warm-up and cosine decay to 5% of `learning_rate`, gradient norm <= 1."""
+    warmup = max(1, min(500, config.updates // 10))
+    decay_steps = max(config.updates, warmup + 1)
+    peak, end = config.learning_rate, config.learning_rate / 20
+    schedule = optax.warmup_cosine_decay_schedule(0.0, peak, warmup, decay_steps, end)
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+
+
+@functools.cache
+def answer_fn(name: str, config: SortOfClevrConfig) -> Callable[[Any, dict], jax.Array]:
+    """The jitted `(params, batch) -> answers` int `[B, 20]` of model `name`; one per model and
+    config in a process, so evaluation compiles once."""
+    model = build_model(name, config)
+    return jax.jit(lambda params, batch: jnp.argmax(model.apply(params, batch), -1))
+
+
+def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: int = 50):
+    """The answers to every question of `data`, int `[I, 20]`, from `answers_of = answer_fn(...)`.
+    Host driver; the last chunk is padded to `chunk` images so one compiled shape serves all."""
+    num_images = len(data["images"])
+    chunk = min(chunk, num_images)
+    outputs = []
+    for start in range(0, num_images, chunk):
+        images = np.arange(start, start + chunk) % num_images
+        answers = np.asarray(answers_of(params, image_batch(data, images)))
+        outputs.append(answers[: min(chunk, num_images - start)])
+    return np.concatenate(outputs)
+
+
+def make_evaluate(name: str, config: SortOfClevrConfig, valid: dict[str, np.ndarray]):
+    """`params -> metrics` for `fit`: validation accuracy on relational and non-relational
+    questions, and their mean (`score`)."""
+    answers_of = answer_fn(name, config)
+
+    def evaluate(params):
+        correct = predict(answers_of, params, valid) == valid["answer"]
+        accuracy = task.accuracy_by_kind(correct, valid["relational"])
+        return {"score": float(correct.mean()), **accuracy}
+
+    return evaluate
+
+
+def _init_state(model: nn.Module, config: SortOfClevrConfig, example: dict):
+    params = model.init(jax.random.key(config.seed), example)
+    return training.TrainingState(params=params, opt_state=optimizer(config).init(params))
+
+
+def train_model(
+    name: str,
+    config: SortOfClevrConfig,
+    datasets: dict[str, dict[str, np.ndarray]],
+    run_dir: experiments.RunDir,
+    options: experiments.Options,
+) -> training.TrainingState:
+    """Train model `name` in `run_dir/checkpoints/<name>` (resuming), with its metrics in
+    `run_dir/metrics_<name>.jsonl`. Raises `training.TrainingStopped` after a stop request."""
+    model = build_model(name, config)
+    batches = make_batch(config, datasets["train"])
+    checkpoints = run_dir.checkpoint_dir / name
+    state = training.resume_or(_init_state(model, config, batches(0)), checkpoints)
+    strategy = parallel.data_parallel(options.parallel)
+    step = strategy.train_step(loss_fn(model), optimizer(config), has_aux=True)
+    if options.progress:
+        print(f"{name}: training from update {int(state.step)} of {config.updates}", flush=True)
+    return training.fit(
+        state,
+        step,
+        lambda index: strategy.shard(batches(index)),
+        config.updates,
+        examples_per_step=config.images_per_batch * task.QUESTIONS_PER_IMAGE,
+        evaluate=make_evaluate(name, config, datasets["valid"]),
+        eval_every_steps=config.eval_every_updates,
+        checkpoint_dir=checkpoints,
+        metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
+        log_every_steps=max(1, min(100, config.eval_every_updates)),
+        progress=options.progress,
+        parallel=strategy,
+        should_stop=options.should_stop,
+    )
+
+
+def load_trained(name: str, config: SortOfClevrConfig, run_dir: experiments.RunDir, datasets):
+    """The best validated state of model `name` in `run_dir` (else its latest checkpoint)."""
+    checkpoints = run_dir.path / "checkpoints" / name
+    best = checkpoints / training.BEST_CHECKPOINT
+    path = best if best.exists() else training.latest_checkpoint(checkpoints)
+    if path is None:
+        raise experiments.UsageError(f"--run-dir {run_dir.path}: no checkpoint of model {name}")
+    model = build_model(name, config)
+    template = _init_state(model, config, image_batch(datasets["test"], np.arange(1)))
+    expected = f"a checkpoint of model {name} of this config"
+    with experiments.reading_file(path, expected):
+        state = training.load_checkpoint(path, template)
+    if jax.tree_util.tree_map(np.shape, state.params) != jax.tree_util.tree_map(
+        np.shape, template.params
+    ):
+        raise experiments.file_error(path, f"{expected} (parameter shapes differ)")
+    return state
+
+
+def validation_curves(run_dir: experiments.RunDir, name: str) -> dict[str, list[float]]:
+    """The `eval` records of model `name`'s metrics file as lists: `step`, `relational`,
+    `non_relational` (empty lists if there is none)."""
+    path = run_dir.path / f"metrics_{name}.jsonl"
+    records = training.read_metrics(path) if path.exists() else []
+    evals = [record for record in records if record["kind"] == "eval"]
+    return {key: [record[key] for record in evals] for key in ("step", "relational",
+                                                               "non_relational")}
+
+
+def evaluate_models(config, run_dir, options, states: dict[str, training.TrainingState], datasets):
+    """Test accuracy per model on relational and non-relational questions; table, figures."""
+    test = datasets["test"]
+    results: dict[str, Any] = {"test_questions": int(test["answer"].size), "models": {}}
+    predictions = {}
+    for name, state in states.items():
+        predictions[name] = predict(answer_fn(name, config), state.params, test)
+        accuracy = task.accuracy_by_kind(predictions[name] == test["answer"], test["relational"])
+        questions = int(state.step) * config.images_per_batch * task.QUESTIONS_PER_IMAGE
+        cpu_seconds = float(state.cpu_seconds)
+        results["models"][name] = {
+            **{key: round(value, 4) for key, value in accuracy.items()},
+            "updates": int(state.step),
+            "cpu_minutes": round(cpu_seconds / 60, 2),
+            "wall_minutes": round(float(state.wall_seconds) / 60, 2),
+            "questions_per_cpu_second": round(questions / max(cpu_seconds, 1e-9), 1),
+        }
+    results["paper"] = PAPER
+    print(format_table(results))
+    figures = {}
+    accuracy_path = options.plot_path(run_dir, "accuracy.png")
+    if accuracy_path is not None:
+        curves = {name: validation_curves(run_dir, name) for name in states}
+        figures["accuracy"] = str(plot_accuracy(results, curves, accuracy_path))
+    examples_path = options.plot_path(run_dir, "examples.png", main=False)
+    if examples_path is not None:
+        figures["examples"] = str(plot_examples(test, predictions, examples_path))
+    results["figures"] = figures
+    return results
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Test accuracy on relational and non-relational questions, one row per model, the
+    paper's figures below. Host."""
+    lines = [
+        f"test accuracy ({results['test_questions']} questions)",
+        f"{'model':<14}{'relational':>12}{'non-rel.':>10}{'updates':>9}{'CPU min':>9}"
+        f"{'q/CPU-s':>9}",
+    ]
+    for name, entry in results["models"].items():
+        lines.append(
+            f"{'CNN+' + name.upper():<14}{entry['relational']:>12.3f}"
+            f"{entry['non_relational']:>10.3f}{entry['updates']:>9}{entry['cpu_minutes']:>9.1f}"
+            f"{entry['questions_per_cpu_second']:>9.0f}"
+        )
+    for name, entry in results["paper"].items():
+        lines.append(
+            f"{'paper CNN+' + name.upper():<14}{entry['relational']:>12.2f}"
+            f"{entry['non_relational']:>10.2f}"
+        )
+    return "\n".join(lines)
+
+
+def plot_accuracy(results: dict[str, Any], curves: dict[str, dict], path: Path) -> Path:
+    """Validation accuracy (relational solid, non-relational dashed) against updates, and the
+    test accuracy of each model beside the paper's."""
+    plt = experiments.pyplot()
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(9.6, 3.8), layout="constrained", width_ratios=(1.6, 1)
+    )
+    colors = {"rn": "tab:blue", "mlp": "tab:gray"}
+    for name, curve in curves.items():
+        label = f"CNN+{name.upper()}"
+        left.plot(curve["step"], curve["relational"], "-", color=colors[name],
+                  label=f"{label}, relational")
+        left.plot(curve["step"], curve["non_relational"], "--", color=colors[name],
+                  label=f"{label}, non-relational")
+    left.set_xlabel("updates")
+    left.set_ylabel("validation accuracy")
+    left.set_ylim(0, 1.02)
+    left.legend(fontsize=7, loc="lower right")
+    names = list(results["models"])
+    kinds = ("relational", "non_relational")
+    for offset, kind in enumerate(kinds):
+        places = np.arange(len(names)) + (offset - 0.5) * 0.38
+        values = [results["models"][name][kind] for name in names]
+        bars = right.bar(places, values, 0.36, color=("tab:blue", "tab:orange")[offset],
+                         label=kind.replace("_", "-"))
+        right.bar_label(bars, fmt="%.2f", fontsize=7)
+        paper = [results["paper"][name][kind] for name in names]
+        right.scatter(places, paper, marker="_", s=300, color="black", zorder=3,
+                      label="paper" if offset == 0 else None)
+    right.set_xticks(np.arange(len(names)), [f"CNN+{name.upper()}" for name in names])
+    right.set_ylabel("test accuracy")
+    right.set_ylim(0, 1.1)
+    right.legend(fontsize=7, loc="lower left")
+    figure.suptitle("Sort-of-CLEVR from pixels")
+    return experiments.save_figure(figure, path)
+
+
+def plot_examples(data, predictions: dict[str, np.ndarray], path: Path, num_images: int = 8):
+    """The first `num_images` test images, each with one question (relational and
+    non-relational in turn), its answer and each model's prediction."""
+    plt = experiments.pyplot()
+    columns = 4
+    rows = -(-num_images // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(2.4 * columns, 3.0 * rows),
+                                layout="constrained", squeeze=False)
+    for image, ax in enumerate(axes.ravel()):
+        ax.axis("off")
+        if image >= min(num_images, len(data["images"])):
+            continue
+        question = task.QUESTIONS_PER_KIND * (image % 2)
+        ax.imshow(data["images"][image])
+        color, relational, kind = (int(data[key][image, question])
+                                   for key in ("color", "relational", "kind"))
+        lines = [task.describe_question(color, bool(relational), kind),
+                 f"answer: {task.ANSWER_NAMES[int(data['answer'][image, question])]}"]
+        for name, answers in predictions.items():
+            said = task.ANSWER_NAMES[int(answers[image, question])]
+            lines.append(f"CNN+{name.upper()}: {said}")
+        ax.set_title("\n".join(lines), fontsize=7)
+    return experiments.save_figure(figure, path)
+
+
+def train(config: SortOfClevrConfig, run_dir: experiments.RunDir, options: experiments.Options):
+    """The `train` verb: each model of `config.models` in turn (resuming), then the test table
+    and figures of each model's best validated state. Returns the results (also `train.json`);
+    a stop request ends it with `training.TrainingStopped` once the model in training is saved."""
+    datasets = load_datasets(config, run_dir)
+    for name in config.models:
+        train_model(name, config, datasets, run_dir, options)
+    states = {name: load_trained(name, config, run_dir, datasets) for name in config.models}
+    return evaluate_models(config, run_dir, options, states, datasets)
+
+
+def evaluate(config: SortOfClevrConfig, run_dir: experiments.RunDir, options: experiments.Options):
+    """The `eval` verb: the test table and figures of a finished run's models (best validated
+    states)."""
+    datasets = load_datasets(config, run_dir)
+    states = {name: load_trained(name, config, run_dir, datasets) for name in config.models}
+    return evaluate_models(config, run_dir, options, states, datasets)
+
+
+DEMO = experiments.Demo(
+    "sort-of-clevr",
+    "Sort-of-CLEVR from pixels: CNN+RN vs CNN+MLP on relational and non-relational questions.",
+    presets=CONFIGS,
+    verbs=[
+        experiments.Verb("train", train, "train each model (resumes from --run-dir), then test"),
+        experiments.Verb("eval", evaluate, "test the models of a finished run", run_dir="existing"),
+    ],
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`gnkit sort-of-clevr train|eval ...`; returns the exit status."""
+    return experiments.run(DEMO, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

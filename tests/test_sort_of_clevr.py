@@ -1,0 +1,251 @@
+"""Tests for gnkit.tasks.sort_of_clevr (answers recomputed from the object table by plain Python,
+pictures checked pixel by pixel, scene invariants, the data cache) and for the sort-of-clevr demo
+(models, batches, a short training run, the command line)."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gnkit.tasks import sort_of_clevr as soc
+
+SHAPE_WORDS = ("square", "circle")
+QUESTION_KEYS = ("color", "relational", "kind", "answer")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return soc.generate(np.random.default_rng(0), 30)
+
+
+def _answer_in_words(centers, shapes, color, relational, kind):
+    """The answer to one question, worked out from the object table with Python loops."""
+    points = [(float(x), float(y)) for x, y in centers]
+    me = points[color]
+    if not relational:
+        if kind == 0:
+            return SHAPE_WORDS[shapes[color]]
+        coordinate = me[0] if kind == 1 else me[1]
+        return "yes" if coordinate < 75 / 2 else "no"
+    if kind == 2:
+        return str(sum(1 for shape in shapes if shape == shapes[color]))
+    distances = {other: math.dist(me, points[other]) for other in range(6) if other != color}
+    pick = min if kind == 0 else max
+    target = pick(distances, key=distances.get)
+    return SHAPE_WORDS[shapes[target]]
+
+
+def test_shapes_and_types(data):
+    assert data["images"].shape == (30, 75, 75, 3) and data["images"].dtype == np.uint8
+    assert data["centers"].shape == (30, 6, 2) and data["shapes"].shape == (30, 6)
+    for key in QUESTION_KEYS:
+        assert data[key].shape == (30, 20)
+    assert data["relational"].dtype == bool
+    assert data["relational"][:, :10].sum() == 0 and data["relational"][:, 10:].all()
+    assert set(np.unique(data["answer"])) <= set(range(10))
+
+
+def test_answers_match_the_object_table(data):
+    for image in range(30):
+        for question in range(20):
+            color, relational, kind, answer = (int(data[k][image, question]) for k in QUESTION_KEYS)
+            want = _answer_in_words(data["centers"][image], data["shapes"][image].tolist(),
+                                    color, bool(relational), kind)
+            assert soc.ANSWER_NAMES[answer] == want, (image, question)
+
+
+def test_every_question_type_and_answer_word_occurs():
+    many = soc.generate(np.random.default_rng(1), 200)
+    types = set(zip(many["relational"].ravel().tolist(), many["kind"].ravel().tolist(),
+                    strict=True))
+    assert types == {(r, k) for r in (False, True) for k in range(3)}
+    relational_words = {soc.ANSWER_NAMES[a] for a in many["answer"][many["relational"]]}
+    assert relational_words == {"square", "circle", "1", "2", "3", "4", "5", "6"}
+    plain_words = {soc.ANSWER_NAMES[a] for a in many["answer"][~many["relational"]]}
+    assert plain_words == {"yes", "no", "square", "circle"}
+
+
+def test_objects_are_inside_apart_and_without_ties(data):
+    centers = data["centers"].astype(np.float64)
+    assert centers.min() >= 5 and centers.max() <= 69
+    for scene in centers:
+        for a in range(6):
+            gaps = sorted(math.dist(scene[a], scene[b]) for b in range(6) if b != a)
+            assert gaps[0] > 2 * 5 * math.sqrt(2)  # two squares' corners cannot meet
+            assert gaps[0] < gaps[1] and gaps[-2] < gaps[-1]  # one nearest, one farthest
+
+
+def test_pictures_pixel_by_pixel(data):
+    for image in range(5):
+        picture = data["images"][image]
+        painted = 0
+        for k in range(6):
+            x, y = data["centers"][image, k]
+            colour = soc.COLORS_RGB[k]
+            assert (picture[y, x] == colour).all()
+            assert (picture[y - 5, x] == colour).all() and (picture[y, x + 5] == colour).all()
+            square = data["shapes"][image, k] == 0
+            # A square's corner pixel is painted; a circle's (at distance 5 * sqrt(2)) is not.
+            assert (picture[y + 5, x + 5] == colour).all() == square
+            assert (picture[y - 6, x] == 255).all() and (picture[y, x + 6] == 255).all()
+            painted += 121 if square else sum(
+                1 for dx in range(-5, 6) for dy in range(-5, 6) if dx * dx + dy * dy <= 30
+            )
+        background = np.all(picture == 255, axis=-1).sum()
+        assert background == 75 * 75 - painted
+
+
+def test_question_vectors_by_hand():
+    vectors = soc.question_vectors(np.array([2, 5]), np.array([False, True]), np.array([1, 2]))
+    assert vectors.shape == (2, 11)
+    assert np.flatnonzero(vectors[0]).tolist() == [2, 6, 9]
+    assert np.flatnonzero(vectors[1]).tolist() == [5, 7, 10]
+
+
+def test_same_seed_same_data_and_the_cache(tmp_path):
+    first = soc.generate(np.random.default_rng(7), 4)
+    again = soc.generate(np.random.default_rng(7), 4)
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    path = tmp_path / "cache" / "data.npz"
+    cached = soc.load_or_generate(path, 7, 4)
+    assert path.exists()
+    for key in first:
+        np.testing.assert_array_equal(cached[key], first[key])
+    stamp = path.stat().st_mtime_ns
+    read = soc.load_or_generate(path, 7, 4)
+    assert path.stat().st_mtime_ns == stamp  # read, not written again
+    np.testing.assert_array_equal(read["answer"], first["answer"])
+    other = soc.load_or_generate(path, 8, 4)  # another seed: generated and saved anew
+    fresh = soc.generate(np.random.default_rng(8), 4)
+    np.testing.assert_array_equal(other["answer"], fresh["answer"])
+
+
+def test_questions_in_words_and_accuracy_by_kind():
+    assert soc.describe_question(0, True, 1) == "shape of the object farthest from red?"
+    assert soc.describe_question(4, False, 2) == "is gray on the top?"
+    got = soc.accuracy_by_kind(np.array([[1, 0, 1, 1]]), np.array([[False, False, True, True]]))
+    assert got == {"relational": 1.0, "non_relational": 0.5}
+
+
+# The demo: models, batches, training and the command line.
+
+
+def _tiny(**changes):
+    from gnkit.demos import sort_of_clevr as demo
+
+    return dataclasses.replace(demo.CONFIGS["tiny"], **changes)
+
+
+def test_cells_as_objects_carry_their_coordinates():
+    import jax.numpy as jnp
+
+    from gnkit.demos.sort_of_clevr import cells_as_objects
+
+    feature_map = jnp.arange(2 * 3 * 3 * 1, dtype=jnp.float32).reshape(2, 3, 3, 1)
+    objects = np.asarray(cells_as_objects(feature_map))
+    assert objects.shape == (2, 9, 3)
+    np.testing.assert_array_equal(objects[1, :, 0], np.arange(9, 18))
+    # Cell 5 is row 1, column 2: x = 1, y = 0.
+    np.testing.assert_array_equal(objects[0, 5, 1:], [1.0, 0.0])
+    np.testing.assert_array_equal(objects[0, 0, 1:], [-1.0, -1.0])
+
+
+def test_question_features_match_the_task_encoding(data):
+    from gnkit.demos.sort_of_clevr import question_features
+
+    got = question_features(data["color"], data["relational"], data["kind"])
+    want = soc.question_vectors(data["color"], data["relational"], data["kind"])
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("name", ["rn", "mlp"])
+def test_each_answer_depends_only_on_its_own_image_and_question(data, name):
+    import jax
+
+    from gnkit.demos import sort_of_clevr as demo
+
+    model = demo.build_model(name, _tiny())
+    batch = demo.image_batch(data, np.array([0, 1, 2]))
+    params = model.init(jax.random.key(0), batch)
+    logits = np.asarray(model.apply(params, batch))
+    assert logits.shape == (3, 20, 10)
+    part = {key: value[1:2] if key == "images" else value[1:2, 4:9] for key, value in batch.items()}
+    np.testing.assert_allclose(model.apply(params, part), logits[1:2, 4:9], rtol=1e-5, atol=1e-5)
+
+
+def test_batches_go_through_each_image_once_per_epoch(data):
+    from gnkit.demos import sort_of_clevr as demo
+
+    train = {key: value[:10] for key, value in data.items()}
+    batches = demo.make_batch(_tiny(images_per_batch=4), train)
+    seen = [batches(step)["color"] for step in range(5)]  # 20 images: two epochs of 10
+    rows = np.concatenate(seen)
+    index = {tuple(row): image for image, row in enumerate(train["color"])}  # rows name images
+    images = [index[tuple(row)] for row in rows]
+    assert sorted(images[:10]) == list(range(10)) and sorted(images[10:]) == list(range(10))
+    assert images[:10] != images[10:]  # each epoch in its own order
+    resumed = demo.make_batch(_tiny(images_per_batch=4), train)(3)  # a pure function of the step
+    np.testing.assert_array_equal(resumed["images"], batches(3)["images"])
+
+
+def test_a_short_training_run_lowers_the_loss():
+    import jax
+    import optax
+
+    from gnkit.demos import sort_of_clevr as demo
+
+    config = _tiny(learning_rate=3e-3, updates=60)
+    train = soc.generate(np.random.default_rng(3), 16)
+    model = demo.build_model("rn", config)
+    batches = demo.make_batch(config, train)
+    params = model.init(jax.random.key(0), batches(0))
+    tx = demo.optimizer(config)
+    opt_state = tx.init(params)
+    loss_of = demo.loss_fn(model)
+
+    @jax.jit
+    def step(params, opt_state, batch):
+        (loss, _), grads = jax.value_and_grad(loss_of, has_aux=True)(params, batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    losses = []
+    for index in range(config.updates):
+        params, opt_state, loss = step(params, opt_state, batches(index))
+        losses.append(float(loss))
+    assert np.mean(losses[-8:]) < 0.5 * np.mean(losses[:8])
+
+
+def test_cli_trains_and_evaluates_at_tiny_size(tmp_path, capsys):
+    from gnkit.demos import sort_of_clevr as demo
+
+    run = tmp_path / "run"
+    out = tmp_path / "r.json"
+    assert demo.main(["train", "--config", "tiny", "--run-dir", str(run), "--no-progress",
+                      "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    for name in ("rn", "mlp"):
+        entry = results["models"][name]
+        assert entry["updates"] == 6 and 0 <= entry["relational"] <= 1
+    assert {p.name for p in run.glob("*.png")} == {"accuracy.png", "examples.png"}
+    assert {p.name for p in run.glob("data_*.npz")} == {"data_train.npz", "data_valid.npz",
+                                                       "data_test.npz"}
+    assert "test accuracy (80 questions)" in capsys.readouterr().out
+    assert demo.main(["eval", "--run-dir", str(run), "--json", str(tmp_path / "e.json")]) == 0
+    again = json.loads((tmp_path / "e.json").read_text())
+    assert again["models"]["rn"]["relational"] == results["models"]["rn"]["relational"]
+
+
+def test_cli_usage_errors_are_one_line(tmp_path, capsys):
+    from gnkit.demos import sort_of_clevr as demo
+
+    code = demo.main(["train", "--config", "tiny", "--run-dir", str(tmp_path / "r"),
+                      "--set", "models=rn,rn"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnkit sort-of-clevr: error: --set models=rn,rn") and "\n" not in err
+    assert not (tmp_path / "r").exists()
+    assert demo.main(["eval", "--run-dir", str(tmp_path / "none")]) == 2
