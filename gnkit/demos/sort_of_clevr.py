@@ -55,7 +55,7 @@ class SortOfClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(20_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(15_000, minimum=1, help="optimiser steps per model")
     images_per_batch: int = setting(
         4, minimum=1, help="images per update, each with its 20 questions"
     )
@@ -118,14 +118,15 @@ def question_features(color: jax.Array, relational: jax.Array, kind: jax.Array) 
 
 class ImageEncoder(nn.Module):
     """`layers` 3x3 convolutions of stride 2 with ReLU: uint8 images `[B, 75, 75, 3]` to a
-    feature map `[B, h, w, channels]` (5x5 after 4 layers). Jittable."""
+    feature map `[B, h, w, channels]` (5x5 after 4 layers). The pixels enter as ink,
+    `1 - value / 255`, so the white background is 0. Jittable."""
 
     layers: int
     channels: int
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
-        hidden = images.astype(jnp.float32) / 255.0
+        hidden = 1.0 - images.astype(jnp.float32) / 255.0
         for _ in range(self.layers):
             hidden = nn.relu(nn.Conv(self.channels, (3, 3), strides=2, padding="SAME")(hidden))
         return hidden
