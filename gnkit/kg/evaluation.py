@@ -132,6 +132,7 @@ def filtered_ranks(
     One `lax.scan` over the chunks; jittable with `scorer` static (`evaluate` does that).
     """
     scorer = get_scorer(scorer)
+    entities, relations = jnp.asarray(entities), jnp.asarray(relations)
 
     def chunk_ranks(_, chunk):
         triples, tail_filter, head_filter = chunk
