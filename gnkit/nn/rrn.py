@@ -19,12 +19,17 @@ Two algebraic rewrites keep the edge work small (see DESIGN.md, "Performance ide
   `sum_j (W z_j + b) = W sum_j z_j + deg b`, costing `O(N)` instead of `O(E)`.
 The update MLP's first layer is split the same way, and its `x` part is computed once, outside
 the loop.
+
+Mixed precision (`dtype=jnp.bfloat16`): the matmuls inside the loop (message and update layers,
+the recurrent cell's gates) run in bf16 on f32 parameters; the sums at receivers, the recurrent
+state, the encoder, the readout and the outputs stay f32.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -61,6 +66,8 @@ class RecurrentRelationalNetwork(nn.Module):
       receivers_sorted: promise that `graph.receivers` is sorted (enables the sorted fast path).
       fixed_degree: if every node receives exactly this many edges and receivers are sorted,
         sum messages with a reshape instead of a scatter.
+      dtype: compute dtype of the loop's matmuls (e.g. `jnp.bfloat16`); None: the parameters'
+        f32. Parameters, sums at receivers, the recurrent state and the outputs stay f32.
 
     Call with a graph whose `nodes` are `[N, F]` (and optional `edges` `[E, F_e]`), `senders` and
     `receivers` `[E]`, and a static `num_steps`. Returns the readout at every step,
@@ -77,6 +84,7 @@ class RecurrentRelationalNetwork(nn.Module):
     remat_block_size: int | None = None
     receivers_sorted: bool = False
     fixed_degree: int | None = None
+    dtype: Any = None
 
     def setup(self):
         if self.cell not in _CELLS:
@@ -96,31 +104,38 @@ class RecurrentRelationalNetwork(nn.Module):
             )
         self.encoder = MLP(tuple(self.encoder_features), name="encoder")
         first = self.message_features[0]
-        self.message_nodes = nn.Dense(2 * first, use_bias=False, name="message_0_nodes")
+        self.message_nodes = nn.Dense(
+            2 * first, use_bias=False, dtype=self.dtype, name="message_0_nodes"
+        )
         self.message_edges = nn.Dense(first, use_bias=False, name="message_0_edges")
         self.message_bias = self.param("message_0_bias", nn.initializers.zeros, (first,))
         self.message_hidden = [
-            nn.Dense(width, name=f"message_{i}")
+            nn.Dense(width, dtype=self.dtype, name=f"message_{i}")
             for i, width in enumerate(self.message_features[1:-1], start=1)
         ]
         if len(self.message_features) > 1:
             last = len(self.message_features) - 1
             self.message_last = nn.Dense(
-                self.message_features[-1], use_bias=False, name=f"message_{last}"
+                self.message_features[-1],
+                use_bias=False,
+                dtype=self.dtype,
+                name=f"message_{last}",
             )
             self.message_last_bias = self.param(
                 f"message_{last}_bias", nn.initializers.zeros, (self.message_features[-1],)
             )
         self.update_x = nn.Dense(self.update_features[0], name="update_0_x")
-        self.update_messages = nn.Dense(self.update_features[0], use_bias=False, name="update_0_m")
+        self.update_messages = nn.Dense(
+            self.update_features[0], use_bias=False, dtype=self.dtype, name="update_0_m"
+        )
         self.update_rest = [
-            nn.Dense(width, name=f"update_{i}")
+            nn.Dense(width, dtype=self.dtype, name=f"update_{i}")
             for i, width in enumerate(self.update_features[1:], start=1)
         ]
         if self.cell == "lstm":
-            self.recurrent = nn.OptimizedLSTMCell(hidden, name="lstm")
+            self.recurrent = nn.OptimizedLSTMCell(hidden, dtype=self.dtype, name="lstm")
         elif self.cell == "gru":
-            self.recurrent = nn.GRUCell(hidden, name="gru")
+            self.recurrent = nn.GRUCell(hidden, dtype=self.dtype, name="gru")
         self.readout = MLP(tuple(self.readout_features), name="readout")
 
     def __call__(self, graph: GraphsTuple, num_steps: int, scan: bool = True) -> jax.Array:
@@ -159,6 +174,7 @@ class RecurrentRelationalNetwork(nn.Module):
         return outputs
 
     def _sum_at_receivers(self, values: jax.Array, receivers: jax.Array, n_node: int) -> jax.Array:
+        values = values.astype(jnp.promote_types(values.dtype, jnp.float32))
         if self.fixed_degree is not None:
             return values.reshape(n_node, self.fixed_degree, values.shape[-1]).sum(axis=1)
         return segment_sum(values, receivers, n_node, indices_are_sorted=self.receivers_sorted)
@@ -173,7 +189,7 @@ class RecurrentRelationalNetwork(nn.Module):
             width = from_senders.shape[-1]
             pre = from_senders.reshape(n_node, self.fixed_degree, width) + receiver_part[:, None]
             pre = pre.reshape(-1, width)
-        pre = pre + edge_term
+        pre = pre + edge_term.astype(pre.dtype)
         if len(self.message_features) == 1:
             return self._sum_at_receivers(pre, receivers, n_node)
         hidden = nn.relu(pre)
@@ -190,10 +206,12 @@ class RecurrentRelationalNetwork(nn.Module):
         for layer in self.update_rest:
             update = layer(nn.relu(update))
         if self.cell == "mlp":
-            carry = state = update
+            new_carry = update
         else:
-            carry, state = self.recurrent(carry, update)
-        return carry, self.readout(state)
+            new_carry, _ = self.recurrent(carry, update)
+        new_carry = jax.tree.map(lambda new, old: new.astype(old.dtype), new_carry, carry)
+        state = new_carry[1] if self.cell == "lstm" else new_carry
+        return new_carry, self.readout(state)
 
 
 def _scan_body(module: RecurrentRelationalNetwork, carry, context):

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -275,6 +276,70 @@ def sample_puzzles(
     return quizzes, solutions
 
 
+def device_puzzles(
+    key: jax.Array,
+    pool_quizzes: jax.Array,
+    pool_solutions: jax.Array,
+    batch_size: int,
+    min_givens: jax.Array | int = MIN_GIVENS,
+    symmetries: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """The paper's recipe on the device, from a PRNG key: `sample_puzzles` inside `jit`.
+
+    For each of `batch_size` puzzles: pick a pool puzzle (int `[P, 81]` quizzes and solutions,
+    already on the device) with replacement, relabel its digits by a random permutation, and
+    reveal random empty cells from the solution until it has `g` givens, `g` uniform in
+    `min_givens..34` (`min_givens` may be traced: a curriculum; a pool puzzle with more givens
+    keeps its own). With `symmetries`, each puzzle is then moved by a random validity-preserving
+    symmetry of the grid: bands and stacks permuted, rows within each band and columns within
+    each stack permuted, and the grid transposed with probability 1/2. Returns `(quizzes,
+    solutions)`, int32 `[batch_size, 81]`. Jittable; `batch_size` and `symmetries` are static.
+    """
+    keys = jax.random.split(key, 6)
+    picks = jax.random.randint(keys[0], (batch_size,), 0, pool_quizzes.shape[0])
+    quizzes = pool_quizzes[picks].astype(jnp.int32)
+    solutions = pool_solutions[picks].astype(jnp.int32)
+    digits = jnp.argsort(jax.random.uniform(keys[1], (batch_size, 9)), axis=-1) + 1
+    relabel = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), digits], axis=-1)
+    quizzes = jnp.take_along_axis(relabel, quizzes, axis=-1)
+    solutions = jnp.take_along_axis(relabel, solutions, axis=-1)
+    targets = jax.random.randint(keys[2], (batch_size,), min_givens, MAX_GIVENS + 1)
+    extra = targets - jnp.sum(quizzes != 0, axis=-1)
+    # Empty cells in random order first, givens last: reveal the first `extra` of that order.
+    scores = jax.random.uniform(keys[3], (batch_size, NUM_CELLS)) + (quizzes != 0)
+    rank = jnp.argsort(jnp.argsort(scores, axis=-1), axis=-1)
+    quizzes = jnp.where(rank < extra[:, None], solutions, quizzes)
+    if symmetries:
+        rows, cols, transpose = _grid_symmetries(keys[4], batch_size)
+        quizzes, solutions = (
+            _move_grid(board, rows, cols, transpose) for board in (quizzes, solutions)
+        )
+    return quizzes, solutions
+
+
+def _grid_symmetries(key: jax.Array, batch_size: int):
+    """Random row order `[B, 9]`, column order `[B, 9]` and transposition `[B]`: each order
+    permutes the three bands (stacks) and the three rows (columns) inside each."""
+
+    def order(key):
+        outer, inner = jax.random.split(key)
+        bands = jnp.argsort(jax.random.uniform(outer, (batch_size, 3)), axis=-1)
+        within = jnp.argsort(jax.random.uniform(inner, (batch_size, 3, 3)), axis=-1)
+        return (bands[:, :, None] * 3 + within).reshape(batch_size, 9)
+
+    row_key, col_key, flip_key = jax.random.split(key, 3)
+    return order(row_key), order(col_key), jax.random.bernoulli(flip_key, 0.5, (batch_size,))
+
+
+def _move_grid(boards, rows, cols, transpose):
+    """Boards int `[B, 81]` with rows, columns taken in the given orders, then transposed."""
+    grid = boards.reshape(-1, 9, 9)
+    grid = jnp.take_along_axis(grid, rows[:, :, None], axis=1)
+    grid = jnp.take_along_axis(grid, cols[:, None, :], axis=2)
+    grid = jnp.where(transpose[:, None, None], grid.transpose(0, 2, 1), grid)
+    return grid.reshape(-1, NUM_CELLS)
+
+
 class SudokuRRN(nn.Module):
     """The RRN Sudoku model: digit, row and column embeddings into a `RecurrentRelationalNetwork`.
 
@@ -282,7 +347,8 @@ class SudokuRRN(nn.Module):
     column). Call with int `quizzes [B, 81]` and a static `num_steps`; returns logits over the
     digits 1-9 at every step, `[num_steps, B, 81, 9]`. `fixed_degree` sums messages with a
     reshape (every cell has 20 neighbours) instead of a scatter: same numbers, faster. `remat`
-    as in `RecurrentRelationalNetwork` (False, True / 'step', or 'block'). Jittable.
+    and `dtype` (the loop's matmul dtype, e.g. `jnp.bfloat16`) as in
+    `RecurrentRelationalNetwork`. Jittable.
     """
 
     hidden_size: int = 96
@@ -293,6 +359,7 @@ class SudokuRRN(nn.Module):
     cell: str = "lstm"
     remat: bool | str = False
     fixed_degree: bool = True
+    dtype: Any = None
 
     @nn.compact
     def __call__(self, quizzes: jax.Array, num_steps: int, scan: bool = True) -> jax.Array:
@@ -313,6 +380,7 @@ class SudokuRRN(nn.Module):
             remat=self.remat,
             receivers_sorted=True,
             fixed_degree=20 if self.fixed_degree else None,
+            dtype=self.dtype,
             name="rrn",
         )
         logits = rrn(graph, num_steps, scan=scan)

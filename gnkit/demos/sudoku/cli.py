@@ -63,6 +63,15 @@ def _train_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--updates", type=COUNT, help="stop after N updates (schedule: config updates)"
     )
+    parser.add_argument(
+        "--budget-min",
+        type=MINUTES,
+        help="stop after this many wall-clock minutes: checkpoint, validate, report",
+    )
+    parser.add_argument(
+        "--init-from",
+        help="start a new run from this model's parameters ('pretrained', an export or a run)",
+    )
     parser.add_argument("--pool", default="royle17_train_pool", help=f"{DATA_HELP} (%(default)s)")
     parser.add_argument("--valid", default="rrn_valid", help=f"{DATA_HELP} (%(default)s)")
     parser.add_argument("--valid-per-level", type=COUNT, default=30)

@@ -21,7 +21,10 @@ class SudokuConfig:
 
     `steps` are the message-passing steps in training, `eval_steps` those at validation;
     `updates` the optimiser steps (the cosine schedule and the curriculum span them). `remat` is
-    False, True / 'step' or 'block', as in `RecurrentRelationalNetwork`.
+    False, True / 'step' or 'block', as in `RecurrentRelationalNetwork`. `precision` 'bf16' runs
+    the loop's matmuls in bf16 (parameters and sums stay f32). `data` 'device' makes each batch
+    inside the jitted step from the pool on the device (`sudoku.device_puzzles`), 'host' with
+    NumPy; `symmetries` (device data only) also moves each puzzle by a random symmetry of the grid.
     """
 
     hidden_size: int = setting(96, minimum=1)
@@ -43,6 +46,9 @@ class SudokuConfig:
         0.0, minimum=0.0, help="fraction of updates over which the fewest givens fall to 17"
     )
     remat: bool | Literal["step", "block"] = False
+    precision: Literal["f32", "bf16"] = "f32"
+    data: Literal["host", "device"] = "host"
+    symmetries: bool = False
     seed: int = 0
 
     def validate(self) -> None:
@@ -50,6 +56,8 @@ class SudokuConfig:
             raise ValueError(
                 f"curriculum_start_givens must be in {sudoku.MIN_GIVENS}-{sudoku.MAX_GIVENS}"
             )
+        if self.symmetries and self.data != "device":
+            raise ValueError("symmetries=True needs data=device")
 
     def model(self) -> sudoku.SudokuRRN:
         return sudoku.SudokuRRN(
@@ -60,7 +68,19 @@ class SudokuConfig:
             update_layers=self.update_layers,
             cell=self.cell,
             remat=self.remat,
+            dtype=jnp.bfloat16 if self.precision == "bf16" else None,
         )
+
+    def min_givens(self, update):
+        """The curriculum's fewest givens at `update` (an int, or a traced int array in `jit`):
+        from `curriculum_start_givens` down to 17, linearly over `curriculum_fraction` of the
+        updates, rounded half to even."""
+        span = self.curriculum_fraction * self.updates
+        start = self.curriculum_start_givens
+        if span <= 0:
+            return sudoku.MIN_GIVENS
+        progress = jnp.minimum(jnp.asarray(update, jnp.float32) / span, 1.0)
+        return jnp.round(start + progress * (sudoku.MIN_GIVENS - start)).astype(jnp.int32)
 
     def givens_range(self, update: int) -> np.ndarray:
         """Givens levels sampled at `update`: the curriculum lowers the minimum to 17 linearly."""
@@ -107,6 +127,20 @@ CONFIGS = {
     ),
     # Palm et al. (2018): hidden 96, 3-layer MLPs, LSTM, 32 steps, batch 64, Adam 2e-4, L2 1e-4.
     "paper": SudokuConfig(),
+    # The paper's model for one accelerator: batches made on the device (with grid symmetries),
+    # bf16 matmuls, batch 1024 with the learning rate scaled by sqrt(1024 / 64) = 4 from the
+    # paper's 2e-4, warmup and cosine decay. `train --budget-min` ends a run at a wall-clock limit
+    # (checkpoint and validation included); `updates` sets the schedule's length.
+    "gpu": SudokuConfig(
+        batch_size=1024,
+        learning_rate=8e-4,
+        warmup_updates=200,
+        cosine_decay=True,
+        updates=20_000,
+        precision="bf16",
+        data="device",
+        symmetries=True,
+    ),
 }
 
 
