@@ -13,6 +13,7 @@ _DEMOS = {
     "nth-farthest": "gnkit.demos.nth_farthest",
     "pretty-clevr": "gnkit.demos.pretty_clevr",
     "sort-of-clevr": "gnkit.demos.sort_of_clevr",
+    "clevr": "gnkit.demos.clevr",
 }
 
 
