@@ -1,4 +1,5 @@
-"""Training throughput of the Sudoku RRN: gnkit's RecurrentRelationalNetwork vs jraph.
+"""Training throughput of the Sudoku RRN: gnkit's RecurrentRelationalNetwork (f32 and bf16) vs
+jraph.
 
     python -m benchmarks.sudoku_rrn [--quick] [--malloc both|default|tuned] [--reps 3]
 
@@ -7,7 +8,8 @@ the same embeddings, the same layer sizes and the same loss and Adam step. The j
 written the way a jraph user would: `jraph.GraphNetwork` with an edge MLP on
 `[h_sender, h_receiver]`, summed at receivers, and a node update `[x, messages] -> MLP -> LSTM`,
 under `nn.scan` over steps. gnkit's model uses its fast paths (factorised first message layer,
-last message layer after the sum, fixed-degree reshape-sum). Both are timed in the same process,
+last message layer after the sum, fixed-degree reshape-sum); "gnkit bf16" is the same model with
+bf16 matmuls in the loop (`SudokuRRN(dtype=jnp.bfloat16)`). All are timed in the same process,
 alternating, and the median step time of each is reported as puzzles per second (forward and
 backward). With `--malloc both` (the default) the measurement runs twice in subprocesses, with
 glibc's default allocator settings and with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`
@@ -114,13 +116,23 @@ def _train_step(model, num_steps):
     return optimizer, step
 
 
-def measure(batch_size: int, num_steps: int, reps: int) -> dict:
-    """Median seconds per training step of each model, measured alternately in this process."""
+MODELS = {
+    "gnkit": lambda: sudoku.SudokuRRN(),
+    "gnkit bf16": lambda: sudoku.SudokuRRN(dtype=jnp.bfloat16),
+    "jraph": lambda: JraphSudokuRRN(),
+}
+
+
+def measure(
+    batch_size: int, num_steps: int, reps: int, names: Sequence[str] = ("gnkit", "jraph")
+) -> dict:
+    """Median seconds per training step of each model in `names` (keys of `MODELS`), measured
+    alternately in this process."""
     pool = sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL))
     rng = np.random.default_rng(0)
     quizzes, solutions = sudoku.sample_puzzles(rng, *pool, batch_size, range(17, 35))
     quizzes, solutions = jnp.asarray(quizzes, jnp.int32), jnp.asarray(solutions, jnp.int32)
-    models = {"gnkit": sudoku.SudokuRRN(), "jraph": JraphSudokuRRN()}
+    models = {name: MODELS[name]() for name in names}
     runners, times = {}, {name: [] for name in models}
     for name, model in models.items():
         params = model.init(jax.random.PRNGKey(0), quizzes[:1], 1)
@@ -154,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     batch_size, num_steps, reps = (8, 4, 2) if args.quick else (64, 32, args.reps)
     if args.malloc != "both":
-        result = measure(batch_size, num_steps, reps)
+        result = measure(batch_size, num_steps, reps, tuple(MODELS))
         print(json.dumps(result))
         return result
     results = {}
@@ -179,10 +191,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"Sudoku RRN training step, batch {batch_size}, {num_steps} steps, forward + backward "
         f"({jax.devices()[0].platform}, {os.cpu_count()} cores)"
     )
-    print(f"{'malloc':>8} {'gnkit puzzles/s':>16} {'jraph puzzles/s':>16} {'ratio':>6}")
+    print("puzzles/s per model; ratio = gnkit f32 / jraph")
+    print(f"{'malloc':>8} {'gnkit':>8} {'gnkit bf16':>10} {'jraph':>8} {'ratio':>6}")
     for setting, result in results.items():
         ours, theirs = result["gnkit"]["puzzles_per_s"], result["jraph"]["puzzles_per_s"]
-        print(f"{setting:>8} {ours:>16.2f} {theirs:>16.2f} {ours / theirs:>6.2f}")
+        bf16 = result["gnkit bf16"]["puzzles_per_s"]
+        print(f"{setting:>8} {ours:>8.2f} {bf16:>10.2f} {theirs:>8.2f} {ours / theirs:>6.2f}")
     best_ours = max(result["gnkit"]["puzzles_per_s"] for result in results.values())
     best_theirs = max(result["jraph"]["puzzles_per_s"] for result in results.values())
     print(f"best vs best: gnkit / jraph = {best_ours / best_theirs:.2f}")
