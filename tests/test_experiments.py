@@ -429,6 +429,40 @@ def test_stop_request_then_resume(workdir, capsys):
     assert [row["x"] for row in metrics_rows(workdir / "r")] == [0.5, 0.25, 0.125, 0.0625]
 
 
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+descriptor = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+os.ftruncate(descriptor, 0)
+os.write(descriptor, b"4242")
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_run_dir_in_use_by_another_process_is_refused(workdir, capsys):
+    argv = ["train", "--run-dir", "r", "--set", "updates=4"]
+    assert run_toy(capsys, *argv, "--signal-at", "2")[0] == 143
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(workdir / "r" / ".lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The lock was given back when the verb ended, so the other process gets it.
+        assert holder.stdout.readline() == "held\n"
+        status, _, err = run_toy(capsys, *argv)
+        assert status == 2
+        assert "--run-dir r: in use by another running process (pid 4242)" in err
+        assert [row["update"] for row in metrics_rows(workdir / "r")] == [1, 2]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run_toy(capsys, *argv)[0] == 0
+    assert [row["update"] for row in metrics_rows(workdir / "r")] == [1, 2, 3, 4]
+
+
 # Stop requests, declarations, imports.
 
 

@@ -171,9 +171,13 @@ def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
     args = build_parser(demo).parse_args(argv)
     verb = demo.verb(args.verb)
     config, run_dir = _resolve(demo, verb, args)
-    _check_outputs(args)
-    results = verb.function(config, run_dir, _options(args, should_stop))
-    _report(results, run_dir, args)
+    try:
+        _check_outputs(args)
+        results = verb.function(config, run_dir, _options(args, should_stop))
+        _report(results, run_dir, args)
+    finally:
+        if run_dir is not None:
+            run_dir.release()
     return should_stop.exit_code if should_stop() else 0
 
 
@@ -216,8 +220,12 @@ def run_verb(
         flags=argparse.Namespace(**flags),
         should_stop=should_stop,
     )
-    results = verb.function(config, earlier, options)
-    _report(results, earlier, argparse.Namespace(verb=verb_name, json=None))
+    try:
+        results = verb.function(config, earlier, options)
+        _report(results, earlier, argparse.Namespace(verb=verb_name, json=None))
+    finally:
+        if earlier is not None:
+            earlier.release()
     return results
 
 

@@ -8,11 +8,16 @@ written until the verb asks for a path to write (`RunDir.file`, `metrics_path`,
 `checkpoint_dir`), so a command rejected before that leaves no directory or `config.json` behind.
 Layout: `config.json`, `metrics.jsonl` (one JSON record a line, `gnkit.train.fit`'s format),
 `checkpoints/`, `<verb>.json` (the verb's results) and any plots the verb writes. Host.
+
+A run directory opened to train (`open_for_config`) is locked while its verb runs (an exclusive
+`flock` on `.lock`, holding the owner's process id), so a second process training into the same
+directory is refused instead of interleaving checkpoints and metrics with the first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 from importlib import resources
@@ -30,6 +35,7 @@ from gnkit.experiments.errors import UsageError
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_DIR = "checkpoints"
+LOCK_FILE = ".lock"
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -72,12 +78,47 @@ def check_writable(path: Path, flag: str, directory: bool) -> None:
         raise UsageError(f"{flag} {path}: {target} is not writable")
 
 
+def _lock(path: Path) -> int:
+    """An open descriptor of `path/.lock` holding its exclusive lock; `UsageError` naming the
+    owner's process id if another process holds it."""
+    descriptor = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
+        os.close(descriptor)
+        raise UsageError(
+            f"--run-dir {path}: in use by another running process (pid {owner}); "
+            "wait for it to finish, or use another --run-dir"
+        ) from None
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, str(os.getpid()).encode())
+    return descriptor
+
+
 @dataclasses.dataclass
 class RunDir:
-    """The run directory of one command, holding `config`; created lazily on first write."""
+    """The run directory of one command, holding `config`; created lazily on first write.
+
+    `exclusive` directories (opened to train) take the directory's lock on creation (or on
+    opening, when an earlier run left one) and keep it until `release`.
+    """
 
     path: Path
     config: Any
+    exclusive: bool = False
+    _lock_descriptor: int | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def acquire(self) -> None:
+        """Take the directory's lock if this run is exclusive and does not hold it yet."""
+        if self.exclusive and self._lock_descriptor is None:
+            self._lock_descriptor = _lock(self.path)
+
+    def release(self) -> None:
+        """Give the directory's lock back (a no-op when not held)."""
+        if self._lock_descriptor is not None:
+            os.close(self._lock_descriptor)
+            self._lock_descriptor = None
 
     @property
     def exists(self) -> bool:
@@ -96,6 +137,7 @@ class RunDir:
             except OSError as error:
                 reason = error.strerror or type(error).__name__
                 raise UsageError(f"--run-dir {self.path}: cannot write ({reason})") from None
+        self.acquire()
         return self.path
 
     def file(self, name: str) -> Path:
@@ -116,8 +158,9 @@ class RunDir:
 def open_for_config(path: Path, config: Any) -> RunDir:
     """A `RunDir` for a run of `config` at `path`: new, or the same config to resume.
 
-    `UsageError` if `path` is a file or not writable, or holds a run with another config (the
-    message names the keys that differ and both values).
+    `UsageError` if `path` is a file or not writable, holds a run with another config (the
+    message names the keys that differ and both values), or is locked by another process.
+    The caller `release`s the lock when the run ends.
     """
     check_writable(path, "--run-dir", directory=True)
     config_path = path / CONFIG_FILE
@@ -134,7 +177,10 @@ def open_for_config(path: Path, config: Any) -> RunDir:
                 f"--run-dir {path} holds a run with another config ({changes}); "
                 "use another --run-dir, or the same settings to resume"
             )
-    return RunDir(path, config)
+    run_dir = RunDir(path, config, exclusive=True)
+    if (path / LOCK_FILE).exists():
+        run_dir.acquire()
+    return run_dir
 
 
 def open_existing(path: Path, config_type: type) -> RunDir:
