@@ -64,7 +64,7 @@ class ClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(10_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(6_000, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="questions per update")
     pair_width: int = setting(128, minimum=1, help="width of the RN's 4 pair (g) layers")
     output_width: int = setting(128, minimum=1, help="width of the 2 hidden layers of f")
@@ -72,7 +72,7 @@ class ClevrConfig:
     embedding: int = setting(32, minimum=1, help="word embedding size")
     lstm: int = setting(128, minimum=1, help="question LSTM units")
     learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, warm-up then cosine decay")
-    train_scenes: int = setting(10_000, minimum=1)
+    train_scenes: int = setting(6_000, minimum=1)
     valid_scenes: int = setting(300, minimum=1)
     test_scenes: int = setting(1_000, minimum=1)
     eval_every_updates: int = setting(1_000, minimum=1)
@@ -475,7 +475,8 @@ def _generate_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenes", type=experiments.at_least(1), required=True,
                         help="number of scenes")
     parser.add_argument("--out", required=True, help="folder for scenes.json and questions.json")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", dest="generator_seed", type=int, default=0,
+                        help="random seed of the scenes and questions")
     parser.add_argument("--split", default="new", help="split name written into the files")
 
 
@@ -486,7 +487,7 @@ def generate(config, run_dir, options: experiments.Options) -> dict[str, Any]:
     out = Path(flags.out)
     experiments.check_writable(out, "--out", directory=True)
     start = time.perf_counter()
-    scenes, questions = task.generate(flags.scenes, seed=flags.seed, split=flags.split)
+    scenes, questions = task.generate(flags.scenes, seed=flags.generator_seed, split=flags.split)
     task.write_split(out, scenes, questions, flags.split)
     families = np.bincount([vocab.FAMILIES.index(vocab.family(q["program"])) for q in questions],
                            minlength=len(vocab.FAMILIES))

@@ -25,7 +25,7 @@ from gnkit.tasks.clevr.files import (
 from gnkit.tasks.clevr.programs import INVALID, SceneIndex, execute
 from gnkit.tasks.clevr.questions import QuestionGenerator, instantiate, render_text
 from gnkit.tasks.clevr.scenes import random_scene
-from gnkit.tasks.clevr.vocab import FAMILIES, answers, family, tokenize, words
+from gnkit.tasks.clevr.vocab import FAMILIES, answer_text, answers, family, tokenize, words
 
 __all__ = [
     "FAMILIES",
@@ -33,6 +33,7 @@ __all__ = [
     "OBJECT_FEATURES",
     "QuestionGenerator",
     "SceneIndex",
+    "answer_text",
     "answers",
     "encode",
     "execute",
