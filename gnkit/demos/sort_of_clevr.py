@@ -68,7 +68,7 @@ class SortOfClevrConfig:
     mlp_features: tuple[int, ...] = setting(
         (256, 256, 256), minimum=1, help="CNN+MLP hidden layers"
     )
-    learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, cosine decay to 5%")
+    learning_rate: float = setting(2.5e-4, minimum=0.0, help="Adam, cosine decay to 5%")
     train_images: int = setting(9_800, minimum=1)
     valid_images: int = setting(200, minimum=1, help="for choosing the best checkpoint")
     test_images: int = setting(200, minimum=1)
