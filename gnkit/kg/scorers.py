@@ -51,7 +51,9 @@ def _distance_to_all(queries: jax.Array, entities: jax.Array, norm: int) -> jax.
     """`||queries[b] - entities[e]||_norm`, `[B, W], [E, W] -> [B, E]`; L2 as one matmul,
     `|q|^2 - 2 q.e + |e|^2`."""
     if norm == 1:
-        return _distance(queries[:, None, :] - entities[None, :, :], 1)
+        # Coordinates leading, `[W, B, E]`: on the CPU the gradient of this layout ran 6x faster
+        # than that of `[B, E, W]` reduced over its last axis.
+        return jnp.sum(jnp.abs(queries.T[:, :, None] - entities.T[:, None, :]), axis=0)
     squared = (
         jnp.sum(queries * queries, axis=-1)[:, None]
         - 2.0 * queries @ entities.T
@@ -124,8 +126,8 @@ def rotation(phases: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.cos(phases), jnp.sin(phases)], axis=-1)
 
 
-def _modulus_sum(difference_re: jax.Array, difference_im: jax.Array) -> jax.Array:
-    return jnp.sum(_safe_sqrt(difference_re**2 + difference_im**2), axis=-1)
+def _modulus_sum(difference_re: jax.Array, difference_im: jax.Array, axis: int = -1) -> jax.Array:
+    return jnp.sum(_safe_sqrt(difference_re**2 + difference_im**2), axis=axis)
 
 
 def rotate(heads: jax.Array, phases: jax.Array, tails: jax.Array) -> jax.Array:
@@ -137,8 +139,12 @@ def rotate(heads: jax.Array, phases: jax.Array, tails: jax.Array) -> jax.Array:
 
 
 def _rotate_to_all(queries: jax.Array, entities: jax.Array) -> jax.Array:
+    """`-sum_k |q_bk - e_ek|`, `[B, 2 dim], [E, 2 dim] -> [B, E]`, coordinates leading
+    (`[dim, B, E]`, as in `_distance_to_all`)."""
     (q_re, q_im), (e_re, e_im) = _halves(queries), _halves(entities)
-    return -_modulus_sum(q_re[:, None] - e_re[None], q_im[:, None] - e_im[None])
+    difference_re = q_re.T[:, :, None] - e_re.T[:, None, :]
+    difference_im = q_im.T[:, :, None] - e_im.T[:, None, :]
+    return -_modulus_sum(difference_re, difference_im, axis=0)
 
 
 def rotate_tails(heads, phases, entities) -> jax.Array:

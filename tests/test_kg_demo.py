@@ -1,0 +1,76 @@
+"""The `kg` demo: training and evaluation through the CLI at the quick size, its results file,
+and one-line errors for bad triple files."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gnkit.demos import kg as demo
+
+
+def test_quick_training_writes_the_test_metrics(tmp_path, capsys):
+    run, out = tmp_path / "run", tmp_path / "R.json"
+    args = ["--config", "quick", "--run-dir", str(run), "--no-progress", "--data", "nations",
+            "--model", "complex", "--json", str(out)]
+    assert demo.main(["train", *args]) == 0
+    results = json.loads(out.read_text())
+    for key in ("mrr", "hits@1", "hits@3", "hits@10"):
+        assert 0.0 < results[key] <= 1.0
+    assert results["hits@1"] <= results["hits@3"] <= results["hits@10"]
+    # 14 entities: random scores give an MRR near mean(1 / rank) over ranks 1..14, about 0.23.
+    assert results["mrr"] > 0.45
+    assert results["data"] == "nations" and results["model"] == "complex"
+    assert results["test_triples"] == 201 and results["epoch"] in (3, 6)
+    assert results["curve"]["eval_epochs"] == [3, 6] and len(results["curve"]["loss"]) == 6
+    # MRR lies between 1 / mean rank (Jensen) and Hits@1 + (1 - Hits@1) / 2 (ranks >= 2 otherwise).
+    upper = results["hits@1"] + (1 - results["hits@1"]) / 2
+    assert 1 / results["mean_rank"] <= results["mrr"] <= upper
+    assert (run / "curve_nations_complex.png").exists()
+    printed = capsys.readouterr().out
+    assert "nations, complex: filtered ranks of 201 test triples" in printed and "ConvE" in printed
+    assert demo.main(["eval", "--run-dir", str(run), "--no-progress", "--data", "nations",
+                      "--model", "complex", "--json", "-"]) == 0
+    again = json.loads(capsys.readouterr().out.split("\n", 4)[-1])
+    assert again["mrr"] == pytest.approx(results["mrr"])
+
+
+@pytest.mark.slow
+def test_negatives_recipe_and_rgcn_encoder_train(tmp_path):
+    config = demo.dataclasses.replace(
+        demo.CONFIGS["negatives"], dim=8, epochs=2, eval_every_epochs=2, num_negatives=4,
+        encoder="rgcn")
+    results = demo.experiments.run_verb(demo.DEMO, "train", config, tmp_path / "run",
+                                        progress=False, data="nations", model="rotate")
+    assert np.isfinite(results["mrr"]) and results["epoch"] == 2
+
+
+def test_bad_triple_files_are_one_line_errors(tmp_path, capsys):
+    data = tmp_path / "graph"
+    data.mkdir()
+    (data / "train.txt").write_text("a\tr\tb\n")
+    (data / "valid.txt").write_text("a\tr\tb\n")
+    (data / "test.txt").write_text("a\tr\tq\n")
+    code = demo.main(["train", "--config", "quick", "--run-dir", str(tmp_path / "run"),
+                      "--data", str(data)])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnkit kg: error: --data ") and "names the entity 'q'" in err
+    assert "\n" not in err
+    assert demo.main(["train", "--config", "quick", "--run-dir", str(tmp_path / "run2"),
+                      "--data", "no-such-graph"]) == 2
+    assert "not a directory of triple files" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_readme_command_reaches_its_numbers(tmp_path):
+    out = tmp_path / "R.json"
+    assert demo.main(["train", "--data", "umls", "--model", "rotate", "--run-dir",
+                      str(tmp_path / "run"), "--no-progress", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["mrr"] == pytest.approx(README_UMLS_ROTATE["mrr"], abs=0.03)
+    assert results["hits@10"] == pytest.approx(README_UMLS_ROTATE["hits@10"], abs=0.02)
+
+
+# What the README reports for `gnkit kg train --data umls --model rotate` (seed 0).
+README_UMLS_ROTATE = {"mrr": None, "hits@10": None}
