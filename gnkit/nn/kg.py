@@ -140,7 +140,7 @@ class KGEmbedding(nn.Module):
     Parameters: `"entities"` `[num_entities, W]` and `"relations"` `[num_relations, Wr]`, with
     `W = scorer.entity_width(dim)` (`2 * dim` for ComplEx and RotatE: real parts, then
     imaginary) and `Wr = scorer.relation_width(dim)` (RotatE: `dim` phases, initialised uniform
-    in `[-pi, pi)`). `init` is `'xavier_uniform'`, `'normal'` (std `init_scale`) or `'uniform'`
+    in `[-pi, pi)`). `initializer` is `'xavier_uniform'`, `'normal'` (std `init_scale`) or `'uniform'`
     (in `[-init_scale, init_scale)`); relations other than phases get the same.
 
     With an `encoder` (an `RGCNEncoder`, say, output width `W`), the entity table is the
@@ -161,13 +161,13 @@ class KGEmbedding(nn.Module):
     num_relations: int
     dim: int
     scorer: str | Scorer = "distmult"
-    init: str = "xavier_uniform"
+    initializer: str = "xavier_uniform"
     init_scale: float = 1e-3
     encoder: nn.Module | None = None
 
     def setup(self):
         scorer = get_scorer(self.scorer)
-        init = _entity_init(self.init, self.init_scale)
+        init = _entity_init(self.initializer, self.init_scale)
         self.entities = self.param(
             "entities", init, (self.num_entities, scorer.entity_width(self.dim))
         )
