@@ -12,6 +12,7 @@ _DEMOS = {
     "physics": "gnkit.demos.physics",
     "nth-farthest": "gnkit.demos.nth_farthest",
     "pretty-clevr": "gnkit.demos.pretty_clevr",
+    "kg": "gnkit.demos.kg",
     "sort-of-clevr": "gnkit.demos.sort_of_clevr",
     "clevr": "gnkit.demos.clevr",
 }
