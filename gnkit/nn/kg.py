@@ -140,8 +140,8 @@ class KGEmbedding(nn.Module):
     Parameters: `"entities"` `[num_entities, W]` and `"relations"` `[num_relations, Wr]`, with
     `W = scorer.entity_width(dim)` (`2 * dim` for ComplEx and RotatE: real parts, then
     imaginary) and `Wr = scorer.relation_width(dim)` (RotatE: `dim` phases, initialised uniform
-    in `[-pi, pi)`). `initializer` is `'xavier_uniform'`, `'normal'` (std `init_scale`) or `'uniform'`
-    (in `[-init_scale, init_scale)`); relations other than phases get the same.
+    in `[-pi, pi)`). `initializer` is `'xavier_uniform'`, `'normal'` (std `init_scale`) or
+    `'uniform'` (in `[-init_scale, init_scale)`); relations other than phases get the same.
 
     With an `encoder` (an `RGCNEncoder`, say, output width `W`), the entity table is the
     encoder's output over `graph` (nodes: the entity embeddings; edges: relation ids), and every
