@@ -4,6 +4,7 @@ import io
 import itertools
 import lzma
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -210,3 +211,46 @@ def test_demo_with_shipped_model_and_notebook(capsys):
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3").execute()
     assert any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
+
+
+def _device_batch(pool, batch_size, min_givens, symmetries, seed=0):
+    make = jax.jit(sudoku.device_puzzles, static_argnums=(3, 5))
+    key = jax.random.PRNGKey(seed)
+    pool = tuple(jnp.asarray(part) for part in pool)
+    return tuple(np.asarray(part) for part in make(key, *pool, batch_size, min_givens, symmetries))
+
+
+@pytest.mark.parametrize("symmetries", [False, True])
+def test_device_puzzles_follow_the_recipe(symmetries):
+    pool = tuple(part[:300] for part in sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL)))
+    quizzes, solutions = _device_batch(pool, 360, 17, symmetries)
+    assert quizzes.dtype == solutions.dtype == np.int32
+    givens = sudoku.num_givens(quizzes)
+    assert givens.min() == 17 and givens.max() == 34 and len(np.unique(givens)) == 18
+    assert np.all((quizzes == 0) | (quizzes == solutions))
+    assert all(sudoku.is_valid_solution(solution) for solution in solutions)
+    assert len({solution.tobytes() for solution in solutions}) > 250
+    # Without symmetries every puzzle is a relabelled pool puzzle with cells revealed; moved
+    # grids are (almost all) no longer found by the relabelling-only check.
+    underlain = _underlain(pool, (quizzes, solutions))
+    assert underlain == 360 if not symmetries else underlain < 36
+    fewest, _ = _device_batch(pool, 64, 30, symmetries, seed=1)
+    assert sudoku.num_givens(fewest).min() >= 30 and len(np.unique(sudoku.num_givens(fewest))) == 5
+    again = _device_batch(pool, 360, 17, symmetries)
+    np.testing.assert_array_equal(again[0], quizzes)
+
+
+def test_grid_symmetries_permute_bands_rows_stacks_columns_and_transpose():
+    rows, cols, transpose = sudoku._grid_symmetries(jax.random.PRNGKey(3), 200)
+    for order in (np.asarray(rows), np.asarray(cols)):
+        blocks = order.reshape(-1, 3, 3)
+        # Each group of three is one band (stack), its rows (columns) in some order.
+        assert np.all(blocks // 3 == blocks[:, :, :1] // 3)
+        np.testing.assert_array_equal(np.sort(order, axis=1), np.tile(np.arange(9), (200, 1)))
+        assert len({tuple(row) for row in order}) > 150
+    assert 60 < int(np.sum(transpose)) < 140
+    board = np.arange(81)[None]
+    one = (jnp.asarray([[3, 5, 4, 0, 2, 1, 6, 7, 8]]), jnp.asarray([[8, 7, 6, 0, 1, 2, 3, 4, 5]]))
+    moved = np.asarray(sudoku._move_grid(jnp.asarray(board), *one, jnp.asarray([True])))
+    expected = board.reshape(9, 9)[np.asarray(one[0][0])][:, np.asarray(one[1][0])].T
+    np.testing.assert_array_equal(moved.reshape(9, 9), expected)

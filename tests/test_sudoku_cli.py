@@ -13,6 +13,7 @@ import time
 from importlib import resources
 
 import flax.serialization
+import jax
 import numpy as np
 import pytest
 
@@ -225,6 +226,10 @@ BAD_INPUTS = [
     (TRAIN + ["--set", "hidden=64"], "--set hidden=64: unknown key 'hidden'"),
     (TRAIN + ["--set", "hidden_size=wide"], "--set hidden_size=wide: expected int"),
     (TRAIN + ["--set", "remat=bloc"], "--set remat=bloc: expected bool | Literal['step', 'block']"),
+    (TRAIN + ["--set", "symmetries=true"], "symmetries=True needs data=device"),
+    (TRAIN + ["--budget-min", "0"], "argument --budget-min: expected a number >= 0.1, got '0'"),
+    (TRAIN + ["--init-from", "pretrained"], "--init-from pretrained: its parameters do not fit"),
+    (TRAIN + ["--init-from", "{tmp}/resized"], "--init-from {tmp}/resized/params.msgpack: exp"),
     (TRAIN + ["--valid", "{tmp}/binary.csv"], "--valid {tmp}/binary.csv: expected a quiz,solution"),
     (TRAIN + ["--pool", "{tmp}/truncated.csv.xz"], "--pool {tmp}/truncated.csv.xz: expected"),
     (["train", "--config", "tiny", "--run-dir", "{tmp}/a_file"], "--run-dir {tmp}/a_file: is a"),
@@ -390,3 +395,59 @@ def test_curves_draws_only_where_asked(tmp_path, monkeypatch, capsys):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
     assert demo.main(["curves", "--run", f"cpu={run_dir}", "--plot", "plots/c.png"]) == 0
     assert sorted(path.name for path in (tmp_path / "plots").iterdir()) == ["c.png", "c_cells.png"]
+
+
+def test_gpu_preset_is_the_paper_model_scaled_for_one_accelerator():
+    gpu, paper = demo.CONFIGS["gpu"], demo.CONFIGS["paper"]
+    assert (gpu.steps, gpu.eval_steps, gpu.precision, gpu.data) == (32, 64, "bf16", "device")
+    assert gpu.symmetries and gpu.cosine_decay
+    assert gpu.learning_rate == pytest.approx(
+        paper.learning_rate * (gpu.batch_size / paper.batch_size) ** 0.5
+    )
+    model_fields = ("hidden_size", "embed_size", "encoder_layers", "message_layers", "cell")
+    assert all(getattr(gpu, name) == getattr(paper, name) for name in model_fields)
+
+
+def test_device_curriculum_matches_the_host_one():
+    config = demo.CONFIGS["cpu"]
+    for update in range(0, config.updates + 1, 7):
+        assert int(config.min_givens(update)) == config.givens_range(update)[0], update
+    assert demo.CONFIGS["gpu"].min_givens(0) == 17
+
+
+def test_init_from_takes_a_models_parameters_and_a_fresh_optimiser(tmp_path):
+    from gnkit.demos.sudoku.recipe import initial_state
+
+    trained = demo.init_state(dataclasses.replace(TINY, seed=5)).params
+    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(TINY)))
+    (tmp_path / "params.msgpack").write_bytes(flax.serialization.to_bytes(trained))
+    config = dataclasses.replace(TINY, steps=6, learning_rate=1e-4)
+    state = initial_state(config, str(tmp_path))
+    for got, want in zip(jax.tree.leaves(state.params), jax.tree.leaves(trained), strict=True):
+        np.testing.assert_array_equal(got, want)
+    fresh = initial_state(config, None)
+    assert not np.array_equal(jax.tree.leaves(fresh.params)[0], jax.tree.leaves(trained)[0])
+    assert int(state.step) == 0
+    assert jax.tree.structure(state.opt_state) == jax.tree.structure(fresh.opt_state)
+
+
+def test_device_step_is_a_function_of_the_update_number():
+    from gnkit.demos.sudoku.recipe import initial_state, make_device_train_step
+
+    config = dataclasses.replace(TINY, data="device", symmetries=True, precision="bf16")
+    pool = tuple(part[:200] for part in sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL)))
+    step = make_device_train_step(config, pool)
+    state = initial_state(config, None)
+    runs = []
+    for _ in range(2):
+        params, opt_state = state.params, state.opt_state
+        losses = []
+        for update in range(3):
+            params, opt_state, metrics = step(params, opt_state, np.int32(update))
+            losses.append(float(metrics["loss"]))
+        runs.append((losses, params))
+    assert runs[0][0] == runs[1][0] and len(set(runs[0][0])) == 3
+    assert all(np.isfinite(runs[0][0])) and 1.0 < runs[0][0][0] < 3.0  # near log(9) at start
+    for a, b in zip(jax.tree.leaves(runs[0][1]), jax.tree.leaves(runs[1][1]), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert jax.tree.leaves(runs[0][1])[0].dtype == np.float32
