@@ -254,3 +254,72 @@ def test_grid_symmetries_permute_bands_rows_stacks_columns_and_transpose():
     moved = np.asarray(sudoku._move_grid(jnp.asarray(board), *one, jnp.asarray([True])))
     expected = board.reshape(9, 9)[np.asarray(one[0][0])][:, np.asarray(one[1][0])].T
     np.testing.assert_array_equal(moved.reshape(9, 9), expected)
+
+
+# The 1,296 orders of 9 rows that keep bands together: bands permuted, rows within each band.
+_BAND_ORDERS = np.array(
+    [
+        [band * 3 + row for band, rows in zip(bands, within, strict=True) for row in rows]
+        for bands in itertools.permutations(range(3))
+        for within in itertools.product(itertools.permutations(range(3)), repeat=3)
+    ]
+)
+
+
+def _symmetry_fingerprints(quizzes: np.ndarray) -> list[bytes]:
+    """A fingerprint of each 17-given quiz `[P, 81]` that no grid symmetry or relabelling changes:
+    the sorted features of its givens (givens in the cell's row and band, column and stack, as
+    an unordered pair for transposition; in its box; of its digit). Different: not equivalent."""
+    grid = quizzes.reshape(-1, 9, 9)
+    given = grid != 0
+    band = np.repeat(given.reshape(-1, 3, 27).sum(2), 3, 1)  # [P, 9]: givens in the row's band
+    stack = np.repeat(given.reshape(-1, 9, 3, 3).sum((1, 3)), 3, 1)
+    row = given.sum(2, keepdims=True) * 100 + band[:, :, None]
+    col = given.sum(1, keepdims=True) * 100 + stack[:, None, :]
+    box = np.repeat(np.repeat(given.reshape(-1, 3, 3, 3, 3).sum((2, 4)), 3, 1), 3, 2)
+    digits = np.stack([(grid == d).sum((1, 2)) for d in range(10)], axis=1)
+    digit = np.take_along_axis(digits, grid.reshape(len(grid), -1), 1).reshape(grid.shape)
+    features = ((np.minimum(row, col) * 10_000 + np.maximum(row, col)) * 100 + box) * 100 + digit
+    rows = np.sort(features[given].reshape(len(grid), -1), axis=1)
+    return [item.tobytes() for item in rows]
+
+
+def _equivalent(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether quiz `a` becomes quiz `b` (int `[81]`) by a grid symmetry and a relabelling."""
+    target = b.reshape(9, 9)
+    mask = target != 0
+    for moved in (a.reshape(9, 9), a.reshape(9, 9).T):
+        fitting = _BAND_ORDERS[np.all((moved != 0).sum(1)[_BAND_ORDERS] == mask.sum(1), axis=1)]
+        for rows in fitting:
+            columns = moved[rows][:, _BAND_ORDERS]  # [9, 1296, 9]
+            for order in np.flatnonzero(np.all((columns != 0) == mask[:, None], axis=(0, 2))):
+                digits = moved[rows][:, _BAND_ORDERS[order]][mask]
+                pairs = set(zip(digits, target[mask], strict=True))
+                if len({x for x, _ in pairs}) == len(pairs) == len({y for _, y in pairs}):
+                    return True
+    return False
+
+
+@pytest.mark.slow
+def test_no_17_given_validation_puzzle_is_a_symmetric_variant_of_a_pool_puzzle():
+    """Training with grid symmetries leaks nothing: no validation puzzle's 17-given source (the
+    1,000 at 17 givens are their own) is a pool puzzle moved by a symmetry and relabelled.
+    Fingerprints narrow 39,779 x 1,000 pairs to a few dozen, checked exactly."""
+    pool = sudoku.read_puzzles(sudoku.shipped_data(sudoku.TRAIN_POOL))[0]
+    valid = sudoku.read_puzzles(sudoku.shipped_data(sudoku.VALID_SET))[0]
+    valid = valid[sudoku.num_givens(valid) == 17]
+    by_print: dict[bytes, list[int]] = {}
+    for index, key in enumerate(_symmetry_fingerprints(pool)):
+        by_print.setdefault(key, []).append(index)
+    pairs = [
+        (v, p) for v, key in enumerate(_symmetry_fingerprints(valid)) for p in by_print.get(key, [])
+    ]
+    assert 0 < len(pairs) < 200
+    assert not any(_equivalent(valid[v], pool[p]) for v, p in pairs)
+    # The check can fail: a moved, relabelled pool puzzle is found.
+    rng = np.random.default_rng(0)
+    rows, cols = _BAND_ORDERS[rng.integers(1296, size=2)]
+    relabel = np.concatenate([[0], rng.permutation(9) + 1])
+    moved = relabel[pool[7].reshape(9, 9)[rows][:, cols].T].reshape(81)
+    assert _symmetry_fingerprints(moved[None]) == _symmetry_fingerprints(pool[7:8])
+    assert _equivalent(moved, pool[7]) and not _equivalent(pool[8], pool[7])
