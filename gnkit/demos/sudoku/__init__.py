@@ -8,7 +8,7 @@
     python -m gnkit.demos.sudoku curves --run cpu=runs/sudoku_cpu --plot sudoku_curves.png
 
 A demo on `gnkit.experiments`: the config (`config.SudokuConfig`, presets `tiny`, `cpu`,
-`paper`), the training recipe (`recipe`), evaluation tables and heatmaps (`evaluation`), the
+`paper`, `gpu`), the training recipe (`recipe`), evaluation tables and heatmaps (`evaluation`), the
 verbs that use a trained model (`verbs`: eval, demo, solve, export, curves) and the verbs' own
 flags (`cli`). The framework gives the common flags (`--config`, `--set KEY=VALUE`, `--seed`,
 `--run-dir`, `--json`, `--plot`, `--parallel`, `--no-progress`), run directories and one-line
@@ -19,6 +19,11 @@ errors with exit status 2.
 `rrn_valid_slice` (its first 30 per level) or `royle17_train_pool`. Nothing is ever written into
 the gnkit package: `export` refuses a target inside it (to replace the shipped model in a checkout,
 export elsewhere and copy the three files into `gnkit/pretrained/sudoku_rrn/` by hand).
+
+`train --init-from MODEL` starts a new run from a model's parameters (fresh optimiser);
+`train --budget-min M` stops after M wall-clock minutes, saves, validates and reports. The `gpu`
+preset makes its batches on the device (`data=device`, `recipe.make_device_train_step`) and runs
+bf16 matmuls; `benchmarks/sudoku_device.py` is the script for one accelerator window.
 
 Data-parallel training over every device: `train --parallel pmap` or `--parallel mesh` (the
 batch is split evenly over the devices; on a CPU, try 8 forced devices with
