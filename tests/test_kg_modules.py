@@ -104,14 +104,12 @@ def test_rgcn_classifies_nodes_by_the_relations_they_receive():
         logits = model.apply(p, graph).nodes
         return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
 
-    @jax.jit
-    def step(p, state):
-        grads = jax.grad(loss)(p)
-        updates, state = optimizer.update(grads, state)
+    def step(_, carry):
+        p, state = carry
+        updates, state = optimizer.update(jax.grad(loss)(p), state)
         return optax.apply_updates(p, updates), state
 
-    for _ in range(100):
-        params, opt_state = step(params, opt_state)
+    params, _ = jax.jit(lambda carry: jax.lax.fori_loop(0, 60, step, carry))((params, opt_state))
     predictions = np.argmax(model.apply(params, graph).nodes, -1)
     assert np.mean(predictions == labels) == 1.0
 
