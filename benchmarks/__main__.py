@@ -1,7 +1,8 @@
 """gnkit's benchmark suite: gnkit vs jraph (and PyG when installed), measured in one run.
 
     python -m benchmarks [--quick] [--json PATH] [--reps 5] [--only w1,w2,...]
-                         [--malloc both|default|tuned|current] [--ablations] [--no-pyg]
+                         [--malloc all|both|default|tuned|opt-in|current] [--ablations]
+                         [--no-pyg] [--torch-threads 1,2]
 
 Workloads (see `benchmarks/workloads.py`): W1 a graph-network step on Sudoku graphs, W1 x 8 the
 same step repeated with shared weights (`scan`), W2 a 3-layer GAT on molecule-sized graphs, W3 a
@@ -12,11 +13,15 @@ the Sudoku RRN (memory and compile time of 8 vs 64 remat steps, and the training
 Every contender's forward output is checked against gnkit's on the same weights first. Then each
 contender is warmed up and timed `--reps` times, interleaved (one step of each in turn), and the
 table gives the median / min / max step time, the ratio peer median / gnkit median (above 1:
-gnkit is faster), the compile time and XLA's peak-memory estimate. With `--malloc both` (the
-default for full runs) everything runs twice, in subprocesses with glibc's default allocator and
-with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736`, and the summary compares each
-library's better setting. `--quick` runs everything at tiny size in this process (the tests use
-it). Host only.
+gnkit is faster), the compile time and XLA's peak-memory estimate. PyG runs once per torch
+intra-op thread count in `--torch-threads` (eager, and `torch.compile` where the workload has it).
+With `--malloc all` (the default for full runs) everything runs three times, in subprocesses:
+under glibc's default allocator ("default"), with `MALLOC_MMAP_MAX_=0
+MALLOC_TRIM_THRESHOLD_=68719476736` in the environment ("tuned"), and with
+`gnkit.tuning.use_fast_allocator()` called before the first JAX computation ("opt-in");
+`--malloc both` runs the first two. The summary gives gnkit's time under the default allocator
+first, then each library's best (allocator x thread count) setting, naming the winner.
+`--quick` runs everything at tiny size in this process (the tests use it). Host only.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import numpy as np
 from benchmarks import workloads
 
 TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
+ALLOCATOR_SETTINGS = {"all": ("default", "tuned", "opt-in"), "both": ("default", "tuned")}
 
 
 def _block(value) -> None:
@@ -99,6 +105,8 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
         if compile_s is None:
             compile_s = max(first_call[name] - median, 0.0)
         rows[name] = {
+            "peer": contender.peer or name,
+            "setting": contender.setting,
             "median_s": median,
             "min_s": min(times[name]),
             "max_s": max(times[name]),
@@ -210,20 +218,19 @@ def machine() -> dict:
 def run(args) -> dict:
     """Every selected workload in this process."""
     pyg = workloads.have_pyg() and not args.no_pyg
-    if pyg:
-        import torch
-
-        torch.set_num_threads(args.torch_threads)
     warmup = 1 if args.quick else 2
     results = {"machine": machine(), "pyg": pyg, "timed": {}}
     results["machine"]["torch_threads"] = args.torch_threads if pyg else None
+    results["machine"]["torch_device"] = workloads.torch_device() if pyg else None
     selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
         "rrn",
         "bucketing",
     ]
     for key in selected:
         if key in workloads.WORKLOADS:
-            workload = workloads.WORKLOADS[key](args.quick, pyg, args.ablations)
+            workload = workloads.WORKLOADS[key](
+                args.quick, pyg, args.ablations, torch_threads=args.torch_threads
+            )
             results["timed"][workload.name] = time_workload(workload, args.reps, warmup)
             print_timed(workload.name, results["timed"][workload.name])
         elif key == "rrn":
@@ -320,40 +327,101 @@ def print_bucketing(result: dict | None) -> None:
         )
 
 
+def best_setting(candidates: dict[str, float]) -> tuple[str, float]:
+    """The fastest of `{setting label: median seconds}`: `(label, seconds)`; the first listed
+    wins a tie."""
+    label = min(candidates, key=lambda key: candidates[key])
+    return label, candidates[label]
+
+
+def _label(allocator: str, setting: str) -> str:
+    return f"{allocator}, {setting}" if setting else allocator
+
+
+def peer_candidates(settings: dict[str, dict], workload: str) -> dict[str, dict[str, float]]:
+    """`{peer: {setting label: median seconds}}` for one workload over every allocator setting
+    and every setting of the peer (torch thread counts); labels read `"tuned, 2 threads"`."""
+    candidates: dict[str, dict[str, float]] = {}
+    for allocator, result in settings.items():
+        for name, row in result["timed"][workload]["rows"].items():
+            label = _label(allocator, row.get("setting", ""))
+            candidates.setdefault(row.get("peer", name), {})[label] = row["median_s"]
+    return candidates
+
+
 def summarise(settings: dict[str, dict]) -> list[dict]:
-    """Per workload and peer: each library's best median over the allocator settings."""
+    """Per workload and peer: gnkit under the default allocator, gnkit's best setting and the
+    peer's best setting (allocator x thread count), with the speed-ups peer best / gnkit default
+    and peer best / gnkit best (above 1: gnkit is faster)."""
     summary = []
-    first = next(iter(settings.values()))
-    for workload, result in first["timed"].items():
-        names = list(result["rows"])
-        reference = _reference_name(names)
-        best = {
-            name: min(s["timed"][workload]["rows"][name]["median_s"] for s in settings.values())
-            for name in names
-        }
-        for name in names:
-            if name == reference:
+    default = "default" if "default" in settings else next(iter(settings))
+    for workload in next(iter(settings.values()))["timed"]:
+        candidates = peer_candidates(settings, workload)
+        reference = _reference_name(list(candidates))
+        gnkit_default = candidates[reference][default]
+        gnkit_setting, gnkit_best = best_setting(candidates[reference])
+        for peer, timings in candidates.items():
+            if peer == reference:
                 continue
+            peer_setting, peer_best = best_setting(timings)
             summary.append(
                 {
                     "workload": workload,
                     "gnkit": reference,
-                    "peer": name,
-                    "gnkit_best_s": best[reference],
-                    "peer_best_s": best[name],
-                    "speedup": best[name] / best[reference],
+                    "peer": peer,
+                    "gnkit_default_s": gnkit_default,
+                    "gnkit_best_s": gnkit_best,
+                    "gnkit_best_setting": gnkit_setting,
+                    "peer_best_s": peer_best,
+                    "peer_best_setting": peer_setting,
+                    "speedup_default": peer_best / gnkit_default,
+                    "speedup": peer_best / gnkit_best,
                 }
             )
     return summary
 
 
-def print_summary(summary: list[dict]) -> None:
-    print("\nBest setting vs best setting (speed-up above 1: gnkit is faster)")
-    print(f"{'workload':22s} {'peer':28s} {'gnkit ms':>9s} {'peer ms':>9s} {'speed-up':>8s}")
+def allocator_table(settings: dict[str, dict]) -> list[dict]:
+    """gnkit's time per workload under each allocator setting, and default / best."""
+    table = []
+    default = "default" if "default" in settings else next(iter(settings))
+    for workload in next(iter(settings.values()))["timed"]:
+        candidates = peer_candidates(settings, workload)
+        times = candidates[_reference_name(list(candidates))]
+        best_label, best = best_setting(times)
+        table.append(
+            {
+                "workload": workload,
+                "times_s": times,
+                "best_setting": best_label,
+                "default_over_best": times[default] / best,
+            }
+        )
+    return table
+
+
+def print_summary(summary: list[dict], allocators: list[dict]) -> None:
+    print("\ngnkit under each allocator setting (default / best: the cost of not tuning)")
+    for row in allocators:
+        times = ", ".join(f"{label} {value * 1e3:.1f}" for label, value in row["times_s"].items())
+        print(
+            f"{row['workload']:22s} {times} ms; default / best "
+            f"{row['default_over_best']:.2f}"
+        )
+    print(
+        "\nBest setting vs best setting, gnkit under the default allocator first "
+        "(speed-up above 1: gnkit is faster)"
+    )
+    print(
+        f"{'workload':20s} {'peer':24s} {'gnkit default':>13s} {'x':>5s} "
+        f"{'gnkit best':>10s} {'x':>5s} {'peer best':>9s}  peer's best setting"
+    )
     for row in summary:
         print(
-            f"{row['workload']:22s} {row['peer']:28s} {row['gnkit_best_s'] * 1e3:9.1f} "
-            f"{row['peer_best_s'] * 1e3:9.1f} {row['speedup']:8.2f}"
+            f"{row['workload']:20s} {row['peer']:24s} {row['gnkit_default_s'] * 1e3:11.1f}ms "
+            f"{row['speedup_default']:5.2f} {row['gnkit_best_s'] * 1e3:8.1f}ms "
+            f"{row['speedup']:5.2f} {row['peer_best_s'] * 1e3:7.1f}ms  {row['peer_best_setting']}"
+            f" (gnkit best: {row['gnkit_best_setting']})"
         )
 
 
@@ -365,48 +433,61 @@ def _parse(argv):
     parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,probe,rrn,bucketing")
     parser.add_argument(
         "--malloc",
-        choices=("both", "default", "tuned", "current"),
-        help="allocator settings (default: both; quick: current)",
+        choices=("all", "both", "default", "tuned", "opt-in", "current"),
+        help="allocator settings, each in its own process for all/both (default: all; quick: "
+        "current); one setting runs in this process, opt-in calling "
+        "gnkit.tuning.use_fast_allocator() first",
     )
     parser.add_argument("--ablations", action="store_true", help="also time each fast path off")
     parser.add_argument("--no-pyg", action="store_true", help="skip PyTorch Geometric")
     parser.add_argument(
         "--torch-threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads (default 1: on a loaded 2-core machine torch's OpenMP "
-        "pool with 2 threads ran W2 10x slower than with 1)",
+        default="1,2",
+        help="torch intra-op thread counts to time PyG at, comma-separated (default 1,2: on a "
+        "quiet 2-core machine 2 threads won, on a loaded one 1)",
     )
     args = parser.parse_args(argv)
+    args.torch_threads = tuple(int(count) for count in args.torch_threads.split(","))
     if args.reps is None:
         args.reps = 2 if args.quick else 5
     if args.malloc is None:
-        args.malloc = "current" if args.quick else "both"
+        args.malloc = "current" if args.quick else "all"
     return args
+
+
+def _run_in_subprocess(setting: str, argv: Sequence[str] | None) -> dict:
+    """One allocator setting's run in a fresh process: its environment set before Python starts
+    (the default and tuned settings), or gnkit's opt-in called before JAX starts."""
+    given = list(argv if argv is not None else sys.argv[1:])
+    forwarded = [arg for index, arg in enumerate(given) if not _is_json_arg(given, index)]
+    env = {key: value for key, value in os.environ.items() if key not in TUNED_MALLOC}
+    if setting == "tuned":
+        env.update(TUNED_MALLOC)
+    print(f"\n===== allocator: {setting} =====", flush=True)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "result.json")
+        command = [sys.executable, "-m", "benchmarks", *forwarded]
+        command += ["--malloc", setting, "--json", path]
+        subprocess.run(command, env=env, check=True)
+        with open(path) as stream:
+            return json.load(stream)["settings"][setting]
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = _parse(argv)
-    if args.malloc != "both":
-        settings = {args.malloc: run(args)}
+    if args.malloc in ALLOCATOR_SETTINGS:
+        settings = {
+            setting: _run_in_subprocess(setting, argv)
+            for setting in ALLOCATOR_SETTINGS[args.malloc]
+        }
     else:
-        settings = {}
-        given = list(argv if argv is not None else sys.argv[1:])
-        forwarded = [arg for index, arg in enumerate(given) if not _is_json_arg(given, index)]
-        for setting in ("default", "tuned"):
-            env = {key: value for key, value in os.environ.items() if key not in TUNED_MALLOC}
-            if setting == "tuned":
-                env.update(TUNED_MALLOC)
-            print(f"\n===== allocator: {setting} =====", flush=True)
-            with tempfile.TemporaryDirectory() as directory:
-                path = os.path.join(directory, "result.json")
-                command = [sys.executable, "-m", "benchmarks", *forwarded]
-                command += ["--malloc", "current", "--json", path]
-                subprocess.run(command, env=env, check=True)
-                with open(path) as stream:
-                    settings[setting] = json.load(stream)["settings"]["current"]
+        if args.malloc == "opt-in":
+            from gnkit import tuning
+
+            tuning.use_fast_allocator()
+        settings = {args.malloc: run(args)}
     summary = summarise(settings)
-    print_summary(summary)
+    print_summary(summary, allocator_table(settings))
     output = {"settings": settings, "summary": summary}
     if args.json:
         with open(args.json, "w") as stream:

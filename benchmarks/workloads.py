@@ -7,15 +7,16 @@ libraries compute the same thing before timing them. The gnkit side is written t
 would write it with gnkit's public API and its fast-path options; the jraph side the way a jraph
 user would (`jraph.GraphNetwork` with concatenated MLPs, `jraph.GAT`,
 `jraph.GraphConvolution`); the PyG side with `MessagePassing`-style layers (`GATConv`,
-`GCNConv`) when torch and torch_geometric are installed. All contenders get the same weights and
-the same receiver-sorted edges. Host only (builds jitted functions).
+`GCNConv`) when torch and torch_geometric are installed, once per torch intra-op thread count
+asked for (`torch_threads`), on CUDA when torch sees a GPU. All contenders get the same weights
+and the same receiver-sorted edges. Host only (builds jitted functions).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -42,12 +43,16 @@ class Contender:
     model output as NumPy (for the agreement check); `compile_s` is the ahead-of-time compile
     time (None where the library compiles lazily, then the runner reports first-call overhead);
     `peak_bytes` is XLA's estimate of the step's live memory (arguments + outputs + temporaries).
+    `peer` names the library and mode when the contender is one setting of it (`"pyg eager"` at
+    `setting` `"2 threads"`); the summary keeps each peer's best setting.
     """
 
     step: Callable[[], object]
     forward: Callable[[], np.ndarray] | None
     compile_s: float | None = None
     peak_bytes: int | None = None
+    peer: str | None = None
+    setting: str = ""
 
 
 @dataclasses.dataclass
@@ -152,14 +157,34 @@ def _dense_pairs(params: dict, *prefixes: str) -> list[tuple[jax.Array, jax.Arra
 # ----------------------------------------------------------------------------- torch harness
 
 
-def torch_contender(model, loss_fn, inputs, compiled: bool = False) -> Contender:
-    """An SGD training step of a torch module; `compiled` wraps it in `torch.compile`."""
+def torch_device() -> str:
+    """Where the torch contenders run: `"cuda"` when torch sees a GPU, else `"cpu"`."""
     import torch
 
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def threads_label(count: int) -> str:
+    return f"{count} thread" + ("" if count == 1 else "s")
+
+
+def torch_contender(
+    model, loss_fn, inputs, compiled: bool = False, threads: int | None = None
+) -> Contender:
+    """An SGD training step of a torch module; `compiled` wraps it in `torch.compile`. With
+    `threads`, every call first sets torch's intra-op thread count to it."""
+    import torch
+
+    model = model.to(torch_device())
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     runner = torch.compile(model) if compiled else model
 
+    def use_threads():
+        if threads is not None:
+            torch.set_num_threads(threads)
+
     def step():
+        use_threads()
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(runner(*inputs))
         loss.backward()
@@ -167,16 +192,33 @@ def torch_contender(model, loss_fn, inputs, compiled: bool = False) -> Contender
         return loss
 
     def forward():
+        use_threads()
         with torch.no_grad():
-            return model(*inputs).numpy().copy()
+            return model(*inputs).cpu().numpy().copy()
 
     return Contender(step=step, forward=forward)
+
+
+def torch_variants(
+    peer: str, build: Callable[[], tuple], thread_counts: Sequence[int], compiled: bool = False
+) -> dict[str, Contender]:
+    """`peer` once per torch intra-op thread count, named `"{peer}, {n} thread(s)"`.
+
+    `build()` returns `(model, loss_fn, inputs)`; each count gets its own model, since
+    `torch.compile` specialises the code it generates to the thread count it compiles under.
+    """
+    variants = {}
+    for count in thread_counts:
+        contender = torch_contender(*build(), compiled=compiled, threads=count)
+        contender.peer, contender.setting = peer, threads_label(count)
+        variants[f"{peer}, {contender.setting}"] = contender
+    return variants
 
 
 def _to_torch(array):
     import torch
 
-    return torch.from_numpy(np.array(array))
+    return torch.from_numpy(np.array(array)).to(torch_device())
 
 
 def _load_linear(linear, kernel, bias=None):
@@ -269,7 +311,9 @@ def _torch_gn(edge_layers, node_layers):
     return TorchGraphNetwork()
 
 
-def make_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+def make_graph_network(
+    quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
+) -> Workload:
     """W1: one graph-network step on a batch of Sudoku graphs, loss on the new nodes."""
     puzzles, hidden, edge_size = (2, 16, 4) if quick else (128, 96, 16)
     graph = sudoku_graph(puzzles, hidden, edge_size)
@@ -308,11 +352,13 @@ def make_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workl
             _to_torch(x).long() for x in (graph.senders, graph.receivers)
         ]
         loss = lambda out: (out**2).mean()  # noqa: E731
-        contenders["pyg eager"] = torch_contender(_torch_gn(*layers), loss, inputs)
+
+        def build():
+            return _torch_gn(*layers), loss, inputs
+
+        contenders.update(torch_variants("pyg eager", build, torch_threads))
         if not quick:
-            contenders["pyg compiled"] = torch_contender(
-                _torch_gn(*layers), loss, inputs, compiled=True
-            )
+            contenders.update(torch_variants("pyg compiled", build, torch_threads, compiled=True))
     return Workload(
         "W1 graph network",
         f"{puzzles} Sudoku graphs ({graph.nodes.shape[0]} nodes, {graph.senders.shape[0]} edges),"
@@ -357,9 +403,11 @@ class RecurrentGraphNetwork(nn.Module):
         return nodes
 
 
-def make_recurrent_graph_network(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+def make_recurrent_graph_network(
+    quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
+) -> Workload:
     """W1 x 8: eight shared-weight graph-network steps (edges fixed, nodes carried)."""
-    del pyg
+    del pyg, torch_threads
     puzzles, hidden, edge_size, steps = (2, 16, 4, 3) if quick else (32, 96, 16, 8)
     graph = sudoku_graph(puzzles, hidden, edge_size)
     model = RecurrentGraphNetwork(hidden, steps)
@@ -534,7 +582,9 @@ def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
     return TorchGAT()
 
 
-def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+def make_gat(
+    quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
+) -> Workload:
     """W2: 3 GAT layers + sum readout + MLP on a batch of molecule-sized graphs."""
     del ablations
     n_graph, features, layers = (4, 8, 1) if quick else (256, 32, 3)
@@ -559,11 +609,15 @@ def make_gat(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
         edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
         graph_index = _to_torch(node_graph_index(graph)).long()
         torch_targets = _to_torch(targets)
-        contenders["pyg eager"] = torch_contender(
-            _torch_gat(params, features, layers=layers),
-            lambda out: ((out - torch_targets) ** 2).mean(),
-            [_to_torch(graph.nodes), edge_index, graph_index, n_graph],
-        )
+
+        def build():
+            return (
+                _torch_gat(params, features, layers=layers),
+                lambda out: ((out - torch_targets) ** 2).mean(),
+                [_to_torch(graph.nodes), edge_index, graph_index, n_graph],
+            )
+
+        contenders.update(torch_variants("pyg eager", build, torch_threads))
     return Workload(
         "W2 GAT",
         f"{n_graph} molecule graphs ({graph.nodes.shape[0]} nodes, {graph.senders.shape[0]} "
@@ -666,7 +720,9 @@ def _cross_entropy(logits, batch):
     return -jnp.mean(jnp.take_along_axis(log_probs, batch[1][:, None], axis=-1))
 
 
-def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+def make_gcn(
+    quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
+) -> Workload:
     """W3: a 2-layer GCN on one large graph, cross-entropy on every node."""
     n_node, n_pair, features = (500, 2_000, 16) if quick else (170_000, 600_000, 128)
     graph = large_graph(n_node, n_pair, features)
@@ -692,11 +748,15 @@ def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
 
         edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
         torch_labels = _to_torch(labels).long()
-        contenders["pyg eager"] = torch_contender(
-            _torch_gcn(params),
-            lambda out: torch.nn.functional.cross_entropy(out, torch_labels),
-            [_to_torch(graph.nodes), edge_index],
-        )
+
+        def build():
+            return (
+                _torch_gcn(params),
+                lambda out: torch.nn.functional.cross_entropy(out, torch_labels),
+                [_to_torch(graph.nodes), edge_index],
+            )
+
+        contenders.update(torch_variants("pyg eager", build, torch_threads))
     return Workload(
         "W3 GCN",
         f"one graph, {n_node} nodes, {graph.senders.shape[0]} edges, 2 GCN layers "
@@ -708,7 +768,9 @@ def make_gcn(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
 # ----------------------------------------------------------------------------- segment-sum probe
 
 
-def make_segment_probe(quick: bool, pyg: bool, ablations: bool = False) -> Workload:
+def make_segment_probe(
+    quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
+) -> Workload:
     """Sorted segment sum of `[E, 128]` f32 rows into `[N, 128]`, and a NumPy copy of as many
     bytes (the machine's memory-copy rate), as contenders of one table.
 
@@ -717,7 +779,7 @@ def make_segment_probe(quick: bool, pyg: bool, ablations: bool = False) -> Workl
     the `[170000, 128]` output, the same as for an elementwise op of that size), so the row
     "gnkit, output reused" adds into a donated buffer: the scatter kernel alone, like the copy.
     """
-    del pyg, ablations
+    del pyg, ablations, torch_threads
     n_row, n_segment, width = (20_000, 3_000, 128) if quick else (1_200_000, 170_000, 128)
     rng = np.random.default_rng(0)
     data = jnp.asarray(rng.normal(size=(n_row, width)), jnp.float32)

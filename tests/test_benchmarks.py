@@ -41,13 +41,81 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
     for workload in timed.values():
         for row in workload["rows"].values():
             assert row["min_s"] <= row["median_s"] <= row["max_s"]
-    # Every peer of every workload appears in the summary, with its speed-up.
+    # Every peer of every workload appears in the summary, with its speed-ups.
     peers = {(row["workload"], row["peer"]) for row in result["summary"]}
     assert ("W1 graph network", "jraph") in peers
     assert ("W3 GCN", "jraph") in peers
     for row in result["summary"]:
-        expected = row["peer_best_s"] / row["gnkit_best_s"]
-        assert row["speedup"] == pytest.approx(expected)
+        assert row["speedup"] == pytest.approx(row["peer_best_s"] / row["gnkit_best_s"])
+        assert row["speedup_default"] == pytest.approx(
+            row["peer_best_s"] / row["gnkit_default_s"]
+        )
+    if result["settings"]["current"]["pyg"]:
+        # PyG ran at 1 and 2 intra-op threads; the summary keeps one row for it, at its best.
+        rows = timed["W2 GAT"]["rows"]
+        assert {"pyg eager, 1 thread", "pyg eager, 2 threads"} <= set(rows)
+        (pyg,) = [row for row in result["summary"] if row["workload"] == "W2 GAT"
+                  and row["peer"] == "pyg eager"]
+        best = min(rows[f"pyg eager, {n}"]["median_s"] for n in ("1 thread", "2 threads"))
+        assert pyg["peer_best_s"] == best
+        assert pyg["peer_best_setting"] in ("current, 1 thread", "current, 2 threads")
+
+
+def _timed(rows):
+    """A hand-made result of one allocator setting: `{name: (peer, setting, median_s)}`."""
+    return {
+        "timed": {
+            "W2 GAT": {
+                "rows": {
+                    name: {"peer": peer, "setting": setting, "median_s": median}
+                    for name, (peer, setting, median) in rows.items()
+                }
+            }
+        }
+    }
+
+
+def test_summary_takes_each_library_at_its_best_setting_and_gnkit_default_first():
+    settings = {
+        "default": _timed({
+            "gnkit": ("gnkit", "", 0.028),
+            "jraph": ("jraph", "", 0.066),
+            "pyg eager, 1 thread": ("pyg eager", "1 thread", 0.050),
+            "pyg eager, 2 threads": ("pyg eager", "2 threads", 0.0264),
+        }),
+        "tuned": _timed({
+            "gnkit": ("gnkit", "", 0.0147),
+            "jraph": ("jraph", "", 0.064),
+            "pyg eager, 1 thread": ("pyg eager", "1 thread", 0.053),
+            "pyg eager, 2 threads": ("pyg eager", "2 threads", 0.030),
+        }),
+    }
+    summary = {row["peer"]: row for row in bench.summarise(settings)}
+    assert set(summary) == {"jraph", "pyg eager"}
+    pyg = summary["pyg eager"]
+    assert pyg["peer_best_setting"] == "default, 2 threads"
+    assert pyg["peer_best_s"] == 0.0264
+    assert pyg["gnkit_default_s"] == 0.028
+    assert (pyg["gnkit_best_setting"], pyg["gnkit_best_s"]) == ("tuned", 0.0147)
+    assert pyg["speedup_default"] == pytest.approx(0.0264 / 0.028)
+    assert pyg["speedup"] == pytest.approx(0.0264 / 0.0147)
+    assert summary["jraph"]["peer_best_setting"] == "tuned"
+    (allocators,) = bench.allocator_table(settings)
+    assert allocators["best_setting"] == "tuned"
+    assert allocators["default_over_best"] == pytest.approx(0.028 / 0.0147)
+
+
+def test_best_setting_picks_the_fastest_and_the_first_of_a_tie():
+    assert bench.best_setting({"a": 2.0, "b": 1.0, "c": 1.5}) == ("b", 1.0)
+    assert bench.best_setting({"a": 1.0, "b": 1.0}) == ("a", 1.0)
+
+
+def test_allocator_settings_and_thread_counts_parse():
+    args = bench._parse(["--torch-threads", "1,2,4"])
+    assert args.torch_threads == (1, 2, 4)
+    assert args.malloc == "all"
+    assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "tuned", "opt-in")
+    assert bench._parse(["--quick"]).malloc == "current"
 
 
 def test_agreement_check_rejects_a_wrong_contender():
