@@ -22,6 +22,7 @@ import numpy as np
 
 from gnkit.kg.scorers import Scorer, get_scorer
 
+#: The `k` of the Hits@k that `rank_metrics` reports.
 HITS_AT = (1, 3, 10)
 
 

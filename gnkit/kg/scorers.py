@@ -205,6 +205,7 @@ def _transe_l2_heads(relations, tails, entities):
     return transe_heads(relations, tails, entities, 2)
 
 
+#: The scorers by name: `transe` (L1), `transe_l2`, `distmult`, `complex`, `rotate`.
 SCORERS: dict[str, Scorer] = {
     "transe": Scorer("transe", transe, _transe_l1_tails, _transe_l1_heads),
     "transe_l2": Scorer("transe_l2", _transe_l2, _transe_l2_tails, _transe_l2_heads),

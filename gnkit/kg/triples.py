@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 SPLITS = ("train", "valid", "test")
+#: The graphs shipped in `gnkit/data/kg`, loadable by name.
 SHIPPED = ("kinships", "nations", "umls")
 
 
