@@ -55,13 +55,13 @@ class SortOfClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(15_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(10_000, minimum=1, help="optimiser steps per model")
     images_per_batch: int = setting(
         4, minimum=1, help="images per update, each with its 20 questions"
     )
     conv_layers: int = setting(4, minimum=1, help="stride-2 3x3 convolutions of the encoder")
     conv_channels: int = setting(24, minimum=1)
-    pair_features: tuple[int, ...] = setting((64, 64, 64, 64), minimum=1, help="RN's g")
+    pair_features: tuple[int, ...] = setting((64, 64, 64), minimum=1, help="RN's g")
     output_features: tuple[int, ...] = setting(
         (256, 256), minimum=1, help="RN's f before the answer layer"
     )
