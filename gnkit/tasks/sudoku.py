@@ -10,7 +10,9 @@ cells are revealed from the solution, giving 17..34 givens. `gnkit/data/` ships 
 (`TRAIN_POOL`, which holds none of the puzzles that underlie the paper's validation or test sets)
 and the paper's validation set (`VALID_SET`, 1,000 puzzles per givens level 17..34).
 
-Host-side functions use NumPy; `SudokuRRN`, `cell_loss` and `step_accuracy` are jittable.
+Host-side functions use NumPy; `SudokuRRN`, `cell_loss`, `step_accuracy` and `device_puzzles`
+(the recipe, plus the grid's validity-preserving symmetries as an option, made inside `jit` from
+a PRNG key, for an accelerator that should not wait on the host) are jittable.
 """
 
 from __future__ import annotations
