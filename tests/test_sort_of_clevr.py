@@ -128,6 +128,11 @@ def test_questions_in_words_and_accuracy_by_kind():
     assert soc.describe_question(4, False, 2) == "is gray on the top?"
     got = soc.accuracy_by_kind(np.array([[1, 0, 1, 1]]), np.array([[False, False, True, True]]))
     assert got == {"relational": 1.0, "non_relational": 0.5}
+    correct = np.array([1, 0, 1, 1, 0])
+    relational = np.array([False, False, True, True, True])
+    kind = np.array([0, 0, 2, 2, 1])
+    by_type = soc.accuracy_by_type(correct, relational, kind)
+    assert by_type == {"shape": 0.5, "farthest shape": 0.0, "count": 1.0}
 
 
 # The demo: models, batches, training and the command line.
@@ -249,3 +254,4 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
     assert err.startswith("gnkit sort-of-clevr: error: --set models=rn,rn") and "\n" not in err
     assert not (tmp_path / "r").exists()
     assert demo.main(["eval", "--run-dir", str(tmp_path / "none")]) == 2
+

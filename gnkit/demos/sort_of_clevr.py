@@ -372,7 +372,9 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
     predictions = {}
     for name, state in states.items():
         predictions[name] = predict(answer_fn(name, config), state.params, test)
-        accuracy = task.accuracy_by_kind(predictions[name] == test["answer"], test["relational"])
+        correct = predictions[name] == test["answer"]
+        accuracy = task.accuracy_by_kind(correct, test["relational"])
+        by_type = task.accuracy_by_type(correct, test["relational"], test["kind"])
         questions = int(state.step) * config.images_per_batch * task.QUESTIONS_PER_IMAGE
         cpu_seconds = float(state.cpu_seconds)
         results["models"][name] = {
@@ -381,6 +383,7 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
             "cpu_minutes": round(cpu_seconds / 60, 2),
             "wall_minutes": round(float(state.wall_seconds) / 60, 2),
             "questions_per_cpu_second": round(questions / max(cpu_seconds, 1e-9), 1),
+            "by_type": {key: round(value, 4) for key, value in by_type.items()},
         }
     results["paper"] = PAPER
     print(format_table(results))
@@ -397,8 +400,8 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
 
 
 def format_table(results: dict[str, Any]) -> str:
-    """Test accuracy on relational and non-relational questions, one row per model, the
-    paper's figures below. Host."""
+    """Test accuracy on relational and non-relational questions, one row per model, then per
+    question type, then the paper's figures for the same models. Host."""
     lines = [
         f"test accuracy ({results['test_questions']} questions)",
         f"{'model':<14}{'relational':>12}{'non-rel.':>10}{'updates':>9}{'CPU min':>9}"
@@ -410,7 +413,13 @@ def format_table(results: dict[str, Any]) -> str:
             f"{entry['non_relational']:>10.3f}{entry['updates']:>9}{entry['cpu_minutes']:>9.1f}"
             f"{entry['questions_per_cpu_second']:>9.0f}"
         )
-    for name, entry in results["paper"].items():
+    types = list(task.NON_RELATIONAL_TYPES + task.RELATIONAL_TYPES)
+    lines.append("by question type: " + ", ".join(types))
+    for name, entry in results["models"].items():
+        values = " ".join(f"{entry['by_type'].get(key, float('nan')):.3f}" for key in types)
+        lines.append(f"{'CNN+' + name.upper():<14}{values}")
+    for name in results["models"]:
+        entry = results["paper"][name]
         lines.append(
             f"{'paper CNN+' + name.upper():<14}{entry['relational']:>12.2f}"
             f"{entry['non_relational']:>10.2f}"

@@ -208,3 +208,16 @@ def accuracy_by_kind(correct: np.ndarray, relational: np.ndarray) -> dict[str, f
         "relational": float(correct[relational].mean()),
         "non_relational": float(correct[~relational].mean()),
     }
+
+
+def accuracy_by_type(correct: np.ndarray, relational: np.ndarray, kind: np.ndarray):
+    """Mean of `correct` per question type, named as in `NON_RELATIONAL_TYPES` and
+    `RELATIONAL_TYPES` (arrays of one shape; a type that does not occur is left out)."""
+    correct, relational, kind = (np.asarray(a) for a in (correct, relational, kind))
+    accuracy = {}
+    for is_relational, names in ((False, NON_RELATIONAL_TYPES), (True, RELATIONAL_TYPES)):
+        for index, name in enumerate(names):
+            chosen = (relational == is_relational) & (kind == index)
+            if chosen.any():
+                accuracy[name] = float(correct[chosen].mean())
+    return accuracy
