@@ -13,7 +13,8 @@ the Sudoku RRN (memory and compile time of 8 vs 64 remat steps, and the training
 Every contender's forward output is checked against gnkit's on the same weights first. Then each
 contender is warmed up and timed `--reps` times, interleaved (one step of each in turn), and the
 table gives the median / min / max step time, the ratio peer median / gnkit median (above 1:
-gnkit is faster), the compile time and XLA's peak-memory estimate. PyG runs once per torch
+gnkit is faster), the compile time, XLA's peak-memory estimate and the minor page faults per
+timed step (getrusage; a fresh 4 KB page touched is one fault). PyG runs once per torch
 intra-op thread count in `--torch-threads` (eager, and `torch.compile` where the workload has it).
 With `--malloc all` (the default for full runs) everything runs three times, in subprocesses:
 under glibc's default allocator ("default"), with `MALLOC_MMAP_MAX_=0
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -90,12 +92,15 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
             if index == 0:
                 first_call[name] = time.perf_counter() - start
     times = {name: [] for name in names}
+    faults = dict.fromkeys(names, 0)
     for round_index in range(reps):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             _block(workload.contenders[name].step())
             times[name].append(time.perf_counter() - start)
+            faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     reference = statistics.median(times[_reference_name(names)])
     rows = {}
     for name in names:
@@ -114,6 +119,7 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
             "compile_s": compile_s,
             "peak_bytes": contender.peak_bytes,
             "relative_error": errors.get(name),
+            "page_faults_per_step": faults[name] / reps,
         }
     result = {"description": workload.description, "rows": rows}
     if workload.bytes_moved:
@@ -254,7 +260,7 @@ def print_timed(name: str, result: dict) -> None:
     print(f"\n{name}: {result['description']}", flush=True)
     header = (
         f"{'contender':28s} {'median ms':>10s} {'min ms':>9s} {'max ms':>9s} "
-        f"{'x gnkit':>8s} {'compile s':>9s} {'peak MB':>8s}"
+        f"{'x gnkit':>8s} {'compile s':>9s} {'peak MB':>8s} {'faults':>7s}"
     )
     if "bytes_moved" in result:
         header += f" {'GB/s':>6s}"
@@ -263,7 +269,7 @@ def print_timed(name: str, result: dict) -> None:
         line = (
             f"{contender:28s} {row['median_s'] * 1e3:10.1f} {row['min_s'] * 1e3:9.1f} "
             f"{row['max_s'] * 1e3:9.1f} {row['ratio']:8.2f} {row['compile_s']:9.2f} "
-            f"{_mb(row['peak_bytes']):>8s}"
+            f"{_mb(row['peak_bytes']):>8s} {row['page_faults_per_step']:7.0f}"
         )
         if "gb_per_s" in row:
             line += f" {row['gb_per_s']:6.2f}"
@@ -382,17 +388,25 @@ def summarise(settings: dict[str, dict]) -> list[dict]:
 
 
 def allocator_table(settings: dict[str, dict]) -> list[dict]:
-    """gnkit's time per workload under each allocator setting, and default / best."""
+    """gnkit's time and page faults per step per workload under each allocator setting, and
+    default / best time."""
     table = []
     default = "default" if "default" in settings else next(iter(settings))
     for workload in next(iter(settings.values()))["timed"]:
         candidates = peer_candidates(settings, workload)
-        times = candidates[_reference_name(list(candidates))]
+        reference = _reference_name(list(candidates))
+        times = candidates[reference]
         best_label, best = best_setting(times)
         table.append(
             {
                 "workload": workload,
                 "times_s": times,
+                "page_faults_per_step": {
+                    allocator: result["timed"][workload]["rows"][reference].get(
+                        "page_faults_per_step"
+                    )
+                    for allocator, result in settings.items()
+                },
                 "best_setting": best_label,
                 "default_over_best": times[default] / best,
             }
@@ -401,13 +415,16 @@ def allocator_table(settings: dict[str, dict]) -> list[dict]:
 
 
 def print_summary(summary: list[dict], allocators: list[dict]) -> None:
-    print("\ngnkit under each allocator setting (default / best: the cost of not tuning)")
+    print(
+        "\ngnkit under each allocator setting: ms and page faults per step (default / best: "
+        "the cost of not tuning)"
+    )
     for row in allocators:
-        times = ", ".join(f"{label} {value * 1e3:.1f}" for label, value in row["times_s"].items())
-        print(
-            f"{row['workload']:22s} {times} ms; default / best "
-            f"{row['default_over_best']:.2f}"
+        times = ", ".join(
+            f"{label} {value * 1e3:.1f} ms {row['page_faults_per_step'][label] or 0:.0f} faults"
+            for label, value in row["times_s"].items()
         )
+        print(f"{row['workload']:22s} {times}; default / best {row['default_over_best']:.2f}")
     print(
         "\nBest setting vs best setting, gnkit under the default allocator first "
         "(speed-up above 1: gnkit is faster)"

@@ -41,6 +41,7 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
     for workload in timed.values():
         for row in workload["rows"].values():
             assert row["min_s"] <= row["median_s"] <= row["max_s"]
+            assert row["page_faults_per_step"] >= 0
     # Every peer of every workload appears in the summary, with its speed-ups.
     peers = {(row["workload"], row["peer"]) for row in result["summary"]}
     assert ("W1 graph network", "jraph") in peers
@@ -101,6 +102,7 @@ def test_summary_takes_each_library_at_its_best_setting_and_gnkit_default_first(
     assert pyg["speedup"] == pytest.approx(0.0264 / 0.0147)
     assert summary["jraph"]["peer_best_setting"] == "tuned"
     (allocators,) = bench.allocator_table(settings)
+    assert allocators["times_s"] == {"default": 0.028, "tuned": 0.0147}
     assert allocators["best_setting"] == "tuned"
     assert allocators["default_over_best"] == pytest.approx(0.028 / 0.0147)
 
@@ -211,3 +213,27 @@ def test_relational_memory_benchmark_quick_runs_every_version(capsys):
         "flax MultiHeadDotProductAttention",
     }
     assert "gnkit dense" in capsys.readouterr().out
+
+
+def test_device_script_writes_json_and_markdown_at_tiny_size_on_cpu(tmp_path, monkeypatch):
+    from benchmarks import device
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setitem(workloads.WORKLOADS, "broken", broken)
+    device.main([str(tmp_path), "--quick", "--only", "w2,broken,w3", "--reps", "1"])
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["backend"]["platform"] == "cpu"
+    assert set(result["timed"]) == {"W2 GAT", "W3 GCN"}
+    assert result["errors"] == {"broken": "RuntimeError: out of memory"}
+    assert set(result["seconds"]) == {"w2", "broken", "w3"}
+    assert {(row["workload"], row["peer"]) for row in result["summary"]} >= {
+        ("W2 GAT", "jraph"),
+        ("W3 GCN", "jraph"),
+    }
+    table = (tmp_path / "results.md").read_text()
+    for row in result["summary"]:
+        assert f"| {row['workload']} | {row['peer']} | " in table
+    assert "| W3 GCN | gnkit | " in table
+    assert "broken failed: RuntimeError: out of memory" in table

@@ -1,5 +1,6 @@
 """The opt-in allocator settings: off by default, and once on, a step that needs a fresh 80 MB
-buffer every call stops page-faulting (counted with getrusage, in fresh processes)."""
+buffer every call stops page-faulting once the heap has grown to its working size (counted with
+getrusage, in fresh processes)."""
 
 import json
 import subprocess
@@ -18,7 +19,7 @@ applied = tuning.use_fast_allocator() if sys.argv[2] == "early" else None
 import jax, jax.numpy as jnp
 x = jnp.ones((20_000_000,), jnp.float32)
 step = jax.jit(lambda x: x * 2.0 + 1.0)
-for _ in range(3):
+for _ in range(40):
     step(x).block_until_ready()
 if sys.argv[2] == "late":
     with warnings.catch_warnings(record=True) as caught:
@@ -37,7 +38,7 @@ print(json.dumps({"applied": applied, "faults_per_call": faults / int(sys.argv[1
 
 def _faults_per_call(mode: str) -> dict:
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, "6", mode], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _SCRIPT, "10", mode], capture_output=True, text=True, check=True
     )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -46,16 +47,19 @@ def _faults_per_call(mode: str) -> dict:
 def test_fast_allocator_stops_the_per_call_page_faults():
     default = _faults_per_call("default")
     fast = _faults_per_call("early")
-    # An 80 MB output is 19,532 pages of 4 KB, each faulted in afresh under glibc's defaults.
+    # An 80 MB output is 19,532 pages of 4 KB, each faulted in afresh under glibc's defaults;
+    # with the opt-in, at most one call in ten still grows the heap.
     assert default["faults_per_call"] > 15_000
     assert fast["applied"] is True
-    assert fast["faults_per_call"] < 500
+    assert fast["faults_per_call"] < 2_000
 
 
 @pytest.mark.skipif(tuning._mallopt() is None, reason="needs glibc")
 def test_fast_allocator_after_jax_started_warns():
     late = _faults_per_call("late")
     assert late["applied"] is True
+    # JAX's worker threads kept their own arenas, which map an 80 MB buffer afresh each call.
+    assert late["faults_per_call"] > 15_000
 
 
 def test_importing_gnkit_leaves_the_allocator_alone():
