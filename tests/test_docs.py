@@ -53,6 +53,7 @@ DOCUMENTED_MODULES = [
     "gnkit.tasks.mass_spring",
     "gnkit.tasks.nth_farthest",
     "gnkit.tasks.pretty_clevr",
+    "gnkit.tuning",
 ]
 
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
