@@ -56,7 +56,8 @@ def _gnkit_run(graph, args, seed):
         negatives = kg.corrupt_uniform(key, triples, args.negatives, graph.num_entities)
         positive = scorer.score(entities[triples[:, 0]], relations[triples[:, 1]],
                                 entities[triples[:, 2]])
-        negative = scorer.score(entities[negatives[..., 0]], relations[negatives[..., 1]],
+        # Corruptions keep the relation: its embedding (RotatE: its rotation) broadcasts over them.
+        negative = scorer.score(entities[negatives[..., 0]], relations[triples[:, 1]][:, None],
                                 entities[negatives[..., 2]])
         return kg.self_adversarial_loss(positive, negative, args.margin, 1.0, weights)
 
@@ -170,11 +171,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
           f"{args.margin}, batch {args.batch_size}, Adam {args.lr}, {args.epochs} epochs; "
           f"{os.cpu_count()} CPUs")
     for seed in seeds:
-        runs["gnkit"].append(_gnkit_run(graph, args, seed))
-        for count, side in zip(threads, sides[1:], strict=True):
-            runs[side].append(_pykeen_run(graph, args, seed, count))
         for side in sides:
-            run = runs[side][-1]
+            if side == "gnkit":
+                run = _gnkit_run(graph, args, seed)
+            else:
+                run = _pykeen_run(graph, args, seed, threads[sides.index(side) - 1])
+            runs[side].append(run)
             print(f"seed {seed} {side:<17} MRR {run['mrr']:.3f}  H@10 {run['hits@10']:.3f}  "
                   f"{run['epoch_seconds']:.3f} s/epoch  eval {run['eval_seconds']:.3f} s",
                   flush=True)

@@ -172,9 +172,10 @@ def batch_loss(config: KGConfig, module: KGEmbedding, num_entities: int, graph_i
             )
         else:
             negatives = kgraph.corrupt_uniform(key, triples, config.num_negatives, num_entities)
+            # Corruptions keep the relation: its embedding broadcasts over them (RotatE computes
+            # each rotation once per triple, not once per negative).
             negative_scores = scorer.score(
-                entities[negatives[..., 0]], relations[negatives[..., 1]],
-                entities[negatives[..., 2]],
+                entities[negatives[..., 0]], relation[:, None], entities[negatives[..., 2]]
             )
             positive_scores = scorer.score(heads, relation, tails)
             if config.loss == "margin":

@@ -12,6 +12,8 @@ plausible triples):
 DistMult, ComplEx and TransE-L2 score all entities with one matmul (no `[B, E, W]` array);
 TransE-L1 and RotatE sum a non-linear function of each coordinate, so their all-entity scores
 hold a `[B, E, W]` difference: bound `B` (the evaluation's chunk size) for large graphs.
+`score`'s arguments broadcast against each other over their leading axes: `K` corruptions of
+each triple score as `score(heads [B, K, W], relations [B, 1, Wr], tails [B, K, W]) -> [B, K]`.
 
 Complex embeddings (ComplEx, RotatE) are real arrays `[..., 2 * dim]`: the `dim` real parts,
 then the `dim` imaginary parts. RotatE's relations are phases `[..., dim]`: the relation is the
