@@ -92,40 +92,51 @@ def device_description() -> dict:
 def probe(config: SudokuConfig, pool, batch_sizes: Sequence[int], seconds: float) -> list:
     """Training puzzles/s of `config` at each batch size: compile, one warm step, then steps
     for about `seconds / len(batch_sizes)` each. `[{"batch_size", "compile_s",
-    "puzzles_per_s"}]`, or `"error"` for a size that failed (out of memory)."""
-    from gnkit.demos.sudoku.recipe import initial_state, make_device_train_step
-
+    "puzzles_per_s"}]`, or `"error"` for a size that failed (out of memory), or `"skipped"`
+    once `2 * seconds` have passed (compiling included)."""
     rows = []
     share = seconds / max(len(batch_sizes), 1)
+    deadline = time.perf_counter() + 2 * seconds
     for batch_size in batch_sizes:
         sized = dataclasses.replace(config, batch_size=batch_size)
         row = {"batch_size": batch_size}
-        try:
-            state = initial_state(sized, None)
-            step = make_device_train_step(sized, pool)
-            start = time.perf_counter()
-            params, opt_state, metrics = step(state.params, state.opt_state, np.int32(0))
-            jax.block_until_ready(metrics)
-            row["compile_s"] = round(time.perf_counter() - start, 2)
-            steps, start = 0, time.perf_counter()
-            while steps < 2 or time.perf_counter() - start < share:
-                params, opt_state, metrics = step(params, opt_state, np.int32(steps + 1))
-                steps += 1
-                if steps % 4 == 0:
-                    jax.block_until_ready(metrics)
-            jax.block_until_ready(metrics)
-            elapsed = time.perf_counter() - start
-            row.update(steps=steps, puzzles_per_s=round(steps * batch_size / elapsed, 1))
-        except Exception as error:  # noqa: BLE001 - an out-of-memory size is a result
-            row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+        if rows and time.perf_counter() > deadline:
+            row["skipped"] = f"skipped, the probe's {2 * seconds:g} s are spent"
+        else:
+            _measure(row, sized, pool, share)
         print(f"  batch {batch_size:>5}: {_describe(row)}", flush=True)
         rows.append(row)
     return rows
 
 
+def _measure(row: dict, config: SudokuConfig, pool, seconds: float) -> None:
+    """Fill `row` with the compile time and puzzles/s of `config`'s device step (steps for about
+    `seconds` after one compiling step), or the error that stopped it (out of memory)."""
+    from gnkit.demos.sudoku.recipe import initial_state, make_device_train_step
+
+    try:
+        state = initial_state(config, None)
+        step = make_device_train_step(config, pool)
+        start = time.perf_counter()
+        params, opt_state, metrics = step(state.params, state.opt_state, np.int32(0))
+        jax.block_until_ready(metrics)
+        row["compile_s"] = round(time.perf_counter() - start, 2)
+        steps, start = 0, time.perf_counter()
+        while steps < 2 or time.perf_counter() - start < seconds:
+            params, opt_state, metrics = step(params, opt_state, np.int32(steps + 1))
+            steps += 1
+            if steps % 4 == 0:
+                jax.block_until_ready(metrics)
+        jax.block_until_ready(metrics)
+        elapsed = time.perf_counter() - start
+        row.update(steps=steps, puzzles_per_s=round(steps * config.batch_size / elapsed, 1))
+    except Exception as error:  # noqa: BLE001 - an out-of-memory size is a result
+        row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+
+
 def _describe(row: dict) -> str:
-    if "error" in row:
-        return row["error"]
+    if "puzzles_per_s" not in row:
+        return row.get("error") or row["skipped"]
     return f"{row['puzzles_per_s']:>10.1f} puzzles/s (compile {row['compile_s']:.1f} s)"
 
 

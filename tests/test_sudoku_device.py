@@ -39,8 +39,10 @@ def test_tiny_run_end_to_end_on_the_cpu(tmp_path):
     argv += ["--budget-min", "0.75", "--eval-per-level", "2", "--valid-per-level", "1"]
     results = sudoku_device.main(argv + ["--eval-steps", "12"])
     assert json.loads((out / "results.json").read_text()) == results
-    assert [row["batch_size"] for row in results["throughput"]] == [4, 8]
-    assert all(row["puzzles_per_s"] > 0 for row in results["throughput"])
+    first, second = results["throughput"]
+    assert (first["batch_size"], second["batch_size"]) == (4, 8) and first["puzzles_per_s"] > 0
+    # The probe stops after twice --probe-s (compiling included): the second size ran or not.
+    assert second.get("puzzles_per_s", 0) > 0 or "the probe's 4 s are spent" in second["skipped"]
     train = results["train"]
     assert 1 <= train["updates"] < train["puzzles_seen"] and train["validation"] is not None
     config = json.loads((out / "model" / "config.json").read_text())
