@@ -80,17 +80,32 @@ def check_agreement(workload: workloads.Workload) -> dict[str, float]:
     return errors
 
 
+def _warm_up(workload: workloads.Workload, warmup: int) -> tuple[dict, dict]:
+    """`warmup` steps of each contender: `({name: first-call seconds}, {name: error})`. A peer
+    whose step raises (a `torch.compile` backend missing, say) is left out, with its error;
+    gnkit's error is raised."""
+    reference = _reference_name(list(workload.contenders))
+    first_call, failed = {}, {}
+    for name, contender in workload.contenders.items():
+        try:
+            for index in range(warmup):
+                start = time.perf_counter()
+                _block(contender.step())
+                if index == 0:
+                    first_call[name] = time.perf_counter() - start
+        except Exception as error:
+            if name == reference:
+                raise
+            failed[name] = f"{type(error).__name__}: {error}"
+            print(f"{workload.name}: {name} left out, its step raised {failed[name]}", flush=True)
+    return first_call, failed
+
+
 def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
     """Interleaved timing of every contender: one step of each in turn, `reps` rounds."""
     errors = check_agreement(workload)
-    names = list(workload.contenders)
-    first_call = {}
-    for name in names:
-        for index in range(warmup):
-            start = time.perf_counter()
-            _block(workload.contenders[name].step())
-            if index == 0:
-                first_call[name] = time.perf_counter() - start
+    first_call, failed = _warm_up(workload, warmup)
+    names = [name for name in workload.contenders if name not in failed]
     times = {name: [] for name in names}
     faults = dict.fromkeys(names, 0)
     for round_index in range(reps):
@@ -122,6 +137,8 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
             "page_faults_per_step": faults[name] / reps,
         }
     result = {"description": workload.description, "rows": rows}
+    if failed:
+        result["failed"] = failed
     if workload.bytes_moved:
         result["bytes_moved"] = workload.bytes_moved
         for row in rows.values():
@@ -237,6 +254,8 @@ def run(args) -> dict:
             workload = workloads.WORKLOADS[key](
                 args.quick, pyg, args.ablations, torch_threads=args.torch_threads
             )
+            if args.tolerance is not None:
+                workload.tolerance = args.tolerance
             results["timed"][workload.name] = time_workload(workload, args.reps, warmup)
             print_timed(workload.name, results["timed"][workload.name])
         elif key == "rrn":
@@ -462,6 +481,12 @@ def _parse(argv):
         default="1,2",
         help="torch intra-op thread counts to time PyG at, comma-separated (default 1,2: on a "
         "quiet 2-core machine 2 threads won, on a loaded one 1)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        help="relative max difference from gnkit's output allowed in the agreement check "
+        "(default: each workload's, 1e-3)",
     )
     args = parser.parse_args(argv)
     args.torch_threads = tuple(int(count) for count in args.torch_threads.split(","))

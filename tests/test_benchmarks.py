@@ -118,6 +118,7 @@ def test_allocator_settings_and_thread_counts_parse():
     assert args.malloc == "all"
     assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "tuned", "opt-in")
     assert bench._parse(["--quick"]).malloc == "current"
+    assert bench._parse(["--tolerance", "0.02"]).tolerance == 0.02
 
 
 def test_agreement_check_rejects_a_wrong_contender():
@@ -133,6 +134,27 @@ def test_agreement_check_rejects_a_wrong_contender():
         bench.check_agreement(workload)
     workload.contenders["peer"] = contender([1.0, 2.0 + 1e-5])
     assert bench.check_agreement(workload)["peer"] == pytest.approx(0.5e-5)
+
+
+def test_a_peer_whose_step_raises_is_left_out_and_named():
+    def broken():
+        raise RuntimeError("no compiler")
+
+    workload = workloads.Workload(
+        "toy",
+        "",
+        {
+            "gnkit": workloads.Contender(step=lambda: None, forward=lambda: np.ones(2)),
+            "peer": workloads.Contender(step=broken, forward=lambda: np.ones(2)),
+            "other": workloads.Contender(step=lambda: None, forward=None),
+        },
+    )
+    result = bench.time_workload(workload, reps=2, warmup=1)
+    assert set(result["rows"]) == {"gnkit", "other"}
+    assert result["failed"] == {"peer": "RuntimeError: no compiler"}
+    workload.contenders["gnkit"] = workloads.Contender(step=broken, forward=lambda: np.ones(2))
+    with pytest.raises(RuntimeError, match="no compiler"):
+        bench.time_workload(workload, reps=2, warmup=1)
 
 
 def _numpy_gat(nodes, senders, receivers, kernel, source, target, heads):
@@ -225,6 +247,7 @@ def test_device_script_writes_json_and_markdown_at_tiny_size_on_cpu(tmp_path, mo
     device.main([str(tmp_path), "--quick", "--only", "w2,broken,w3", "--reps", "1"])
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["backend"]["platform"] == "cpu"
+    assert result["tolerance"] == 1e-3
     assert set(result["timed"]) == {"W2 GAT", "W3 GCN"}
     assert result["errors"] == {"broken": "RuntimeError: out of memory"}
     assert set(result["seconds"]) == {"w2", "broken", "w3"}
