@@ -112,6 +112,25 @@ def test_data_folder_in_generated_layout(tmp_path):
                       "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 2
 
 
+def test_data_folder_in_clevr_release_layout(tmp_path):
+    for split, count in (("train", 5), ("val", 2)):
+        scenes, questions = clevr.generate(count, seed=2, split=split)
+        for name, key, items in (("scenes", "scenes", scenes), ("questions", "questions",
+                                                                   questions)):
+            folder = tmp_path / name
+            folder.mkdir(exist_ok=True)
+            (folder / f"CLEVR_{split}_{name}.json").write_text(json.dumps({"info": {},
+                                                                           key: items}))
+    config = dataclasses.replace(demo.CONFIGS["tiny"], data=str(tmp_path), valid_scenes=2)
+    splits = demo.load_splits(config, None)
+    assert [len(splits[split][0]) for split in demo.SPLITS] == [3, 2, 2]
+    held_out = {scene["image_index"] for scene in splits["val"][0]}
+    assert held_out == {3, 4}
+    assert {q["image_index"] for q in splits["val"][1]} == held_out
+    assert not held_out & {q["image_index"] for q in splits["train"][1]}
+    assert splits["test"][0][0]["split"] == "val"
+
+
 @pytest.mark.slow
 def test_readme_default_run(tmp_path):
     """`gnkit clevr train` (the README's command) gives the README's test accuracies within 0.03

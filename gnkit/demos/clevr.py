@@ -180,6 +180,15 @@ def _split_sizes(config: ClevrConfig) -> dict[str, int]:
     return {"train": config.train_scenes, "val": config.valid_scenes, "test": config.test_scenes}
 
 
+def read_split(scenes_path: Path, questions_path: Path, flag: str | None = None):
+    """`(scenes, questions)` from CLEVR's JSON files; an unreadable one is a `UsageError`
+    naming it (and `flag`)."""
+    with experiments.reading_file(scenes_path, "CLEVR scenes (JSON)", flag):
+        scenes = task.read_scenes(scenes_path)
+    with experiments.reading_file(questions_path, "CLEVR questions (JSON)", flag):
+        return scenes, task.read_questions(questions_path)
+
+
 def cached_split(folder: Path, split: str, num_scenes: int, seed: int, progress: bool = True):
     """Scenes and questions of a generated split in `folder/<split>` (made on first use, seed
     `seed`, scene indices disjoint across splits). Host."""
@@ -194,8 +203,7 @@ def cached_split(folder: Path, split: str, num_scenes: int, seed: int, progress:
             seconds = time.perf_counter() - start
             print(f"  {len(questions)} questions in {seconds:.0f} s", flush=True)
         return scenes, questions
-    with experiments.reading_file(questions_path, "CLEVR scenes and questions (JSON)"):
-        return task.read_scenes(scenes_path), task.read_questions(questions_path)
+    return read_split(scenes_path, questions_path)
 
 
 def _released_splits(folder: Path, config: ClevrConfig):
@@ -203,8 +211,7 @@ def _released_splits(folder: Path, config: ClevrConfig):
     loaded = {}
     for split in ("train", "val"):
         scenes_path, questions_path = task.split_files(folder, split)
-        with experiments.reading_file(questions_path, "CLEVR's questions (JSON)", "--set data"):
-            loaded[split] = (task.read_scenes(scenes_path), task.read_questions(questions_path))
+        loaded[split] = read_split(scenes_path, questions_path, "--set data")
     scenes, questions = loaded["train"]
     cut = len(scenes) - config.valid_scenes
     held_out = {scene["image_index"] for scene in scenes[cut:]}
@@ -225,8 +232,7 @@ def load_splits(config: ClevrConfig, run_dir: experiments.RunDir | None, progres
         splits = {}
         for split in SPLITS:
             scenes_path, questions_path = task.split_files(folder, split)
-            with experiments.reading_file(questions_path, "CLEVR questions (JSON)", "--set data"):
-                splits[split] = (task.read_scenes(scenes_path), task.read_questions(questions_path))
+            splits[split] = read_split(scenes_path, questions_path, "--set data")
         return splits
     if run_dir is None:
         raise experiments.UsageError("generated data needs a run directory")
