@@ -1,8 +1,8 @@
 """gnkit's benchmark suite: gnkit vs jraph (and PyG when installed), measured in one run.
 
     python -m benchmarks [--quick] [--json PATH] [--reps 5] [--only w1,w2,...]
-                         [--malloc all|both|default|tuned|opt-in|current] [--ablations]
-                         [--no-pyg] [--torch-threads 1,2]
+                         [--malloc all|both|default|tuned|hugepages|opt-in|current]
+                         [--ablations] [--no-pyg] [--torch-threads 1,2] [--tolerance T]
 
 Workloads (see `benchmarks/workloads.py`): W1 a graph-network step on Sudoku graphs, W1 x 8 the
 same step repeated with shared weights (`scan`), W2 a 3-layer GAT on molecule-sized graphs, W3 a
@@ -16,13 +16,15 @@ table gives the median / min / max step time, the ratio peer median / gnkit medi
 gnkit is faster), the compile time, XLA's peak-memory estimate and the minor page faults per
 timed step (getrusage; a fresh 4 KB page touched is one fault). PyG runs once per torch
 intra-op thread count in `--torch-threads` (eager, and `torch.compile` where the workload has it).
-With `--malloc all` (the default for full runs) everything runs three times, in subprocesses:
+With `--malloc all` (the default for full runs) everything runs four times, in subprocesses:
 under glibc's default allocator ("default"), with `MALLOC_MMAP_MAX_=0
-MALLOC_TRIM_THRESHOLD_=68719476736` in the environment ("tuned"), and with
-`gnkit.tuning.use_fast_allocator()` called before the first JAX computation ("opt-in");
-`--malloc both` runs the first two. The summary gives gnkit's time under the default allocator
-first, then each library's best (allocator x thread count) setting, naming the winner.
-`--quick` runs everything at tiny size in this process (the tests use it). Host only.
+MALLOC_TRIM_THRESHOLD_=68719476736` in the environment ("tuned"), with
+`GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (large blocks on transparent huge pages, "hugepages")
+and with `gnkit.tuning.use_fast_allocator()` called before the first JAX computation
+("opt-in"); `--malloc both` runs the first two. The summary gives gnkit's time under the
+default allocator first, then each library's best (allocator x thread count) setting, naming
+the winner. `--quick` runs everything at tiny size in this process (the tests use it). Host
+only.
 """
 
 from __future__ import annotations
@@ -46,7 +48,14 @@ import numpy as np
 from benchmarks import workloads
 
 TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
-ALLOCATOR_SETTINGS = {"all": ("default", "tuned", "opt-in"), "both": ("default", "tuned")}
+HUGE_PAGES = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+# The environment each allocator setting's process starts with (on top of the caller's, less
+# these variables); "opt-in" calls gnkit.tuning.use_fast_allocator() instead.
+ALLOCATOR_ENV = {"default": {}, "tuned": TUNED_MALLOC, "hugepages": HUGE_PAGES, "opt-in": {}}
+ALLOCATOR_SETTINGS = {
+    "all": ("default", "tuned", "hugepages", "opt-in"),
+    "both": ("default", "tuned"),
+}
 
 
 def _block(value) -> None:
@@ -222,7 +231,7 @@ def machine() -> dict:
         "load_average": os.getloadavg(),
         "jax": jax.__version__,
         "platform": jax.devices()[0].platform,
-        "allocator": {key: os.environ.get(key, "unset") for key in TUNED_MALLOC},
+        "allocator": {key: os.environ.get(key, "unset") for key in TUNED_MALLOC | HUGE_PAGES},
     }
     try:
         with open("/proc/cpuinfo") as stream:
@@ -247,6 +256,7 @@ def run(args) -> dict:
     results["machine"]["torch_device"] = workloads.torch_device() if pyg else None
     selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
         "rrn",
+        "rn",
         "bucketing",
     ]
     for key in selected:
@@ -263,6 +273,12 @@ def run(args) -> dict:
             print_rrn_memory(results["rrn_memory"])
             results["rrn_throughput"] = rrn_throughput(args.quick, args.reps)
             print_rrn_throughput(results["rrn_throughput"])
+        elif key == "rn":
+            from benchmarks import relation_network
+
+            batch, width, reps = (4, 8, 1) if args.quick else (64, 128, args.reps)
+            results["relation_network"] = relation_network.measure(batch, width, reps)
+            print("\n" + relation_network.format_table(batch, width, results["relation_network"]))
         elif key == "bucketing":
             results["bucketing"] = bucketing_stream(args.quick)
             print_bucketing(results["bucketing"])
@@ -466,10 +482,10 @@ def _parse(argv):
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for the tests")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--reps", type=int, help="timed rounds (default 5, quick 2)")
-    parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,probe,rrn,bucketing")
+    parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,probe,rrn,rn,bucketing")
     parser.add_argument(
         "--malloc",
-        choices=("all", "both", "default", "tuned", "opt-in", "current"),
+        choices=("all", "both", "default", "tuned", "hugepages", "opt-in", "current"),
         help="allocator settings, each in its own process for all/both (default: all; quick: "
         "current); one setting runs in this process, opt-in calling "
         "gnkit.tuning.use_fast_allocator() first",
@@ -502,9 +518,12 @@ def _run_in_subprocess(setting: str, argv: Sequence[str] | None) -> dict:
     (the default and tuned settings), or gnkit's opt-in called before JAX starts."""
     given = list(argv if argv is not None else sys.argv[1:])
     forwarded = [arg for index, arg in enumerate(given) if not _is_json_arg(given, index)]
-    env = {key: value for key, value in os.environ.items() if key not in TUNED_MALLOC}
-    if setting == "tuned":
-        env.update(TUNED_MALLOC)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in TUNED_MALLOC and key not in HUGE_PAGES
+    }
+    env.update(ALLOCATOR_ENV[setting])
     print(f"\n===== allocator: {setting} =====", flush=True)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "result.json")
