@@ -51,8 +51,7 @@ from gnkit.tasks.clevr import vocab
 ModelName = Literal["rn", "mlp"]
 MODEL_NAMES: tuple[str, ...] = ("rn", "mlp")
 SPLITS = ("train", "val", "test")
-# Santoro et al. (2017), Table 1: CLEVR from state descriptions (RN only); the non-relational
-# models of the time, from pixels (CNN+LSTM+SA): overall 76.6%.
+# Santoro et al. (2017): CLEVR from state descriptions, RN test accuracy (no per-family numbers).
 PAPER = {
     "rn (state descriptions)": {"overall": 0.964},
 }
