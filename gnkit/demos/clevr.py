@@ -55,7 +55,6 @@ SPLITS = ("train", "val", "test")
 PAPER = {
     "rn (state descriptions)": {"overall": 0.964},
 }
-_BATCH_KEYS = ("objects", "object_mask", "words", "length", "answer")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -114,7 +114,9 @@ def encode(scenes: list[dict], questions: list[dict], max_words: int = 48) -> di
     words = np.zeros((len(questions), max_words), np.int32)
     length = np.zeros(len(questions), np.int32)
     for q, question in enumerate(questions):
-        ids = [word_ids.get(word, 1) for word in vocab.tokenize(question["question"])][:max_words]
+        unknown = word_ids[vocab.UNKNOWN]
+        ids = [word_ids.get(word, unknown) for word in vocab.tokenize(question["question"])]
+        ids = ids[:max_words]
         words[q, : len(ids)] = ids
         length[q] = len(ids)
     return {

@@ -53,7 +53,7 @@ _SPECIAL = {
     "filter_unique", "filter_count", "filter_exist", "filter",
     "relate_filter", "relate_filter_unique", "relate_filter_count", "relate_filter_exist",
 }
-_ENDING = {"unique": "unique", "count": "count", "exist": "exist"}
+_ENDINGS = ("unique", "count", "exist")
 _OPTIONAL = re.compile(r"\[([^\[]*)\]")
 
 
@@ -181,8 +181,8 @@ def _expand_filter(state, template_node, key, param_types):
         new_nodes.append((f"filter_{param_type.lower()}", (current,), (value,)))
         current = len(nodes) + len(new_nodes) - 1
     ending = function.rsplit("_", 1)[-1]
-    if ending in _ENDING:
-        new_nodes.append((_ENDING[ending], (current,), ()))
+    if ending in _ENDINGS:
+        new_nodes.append((ending, (current,), ()))
     return new_nodes, vals
 
 
