@@ -116,7 +116,8 @@ def test_allocator_settings_and_thread_counts_parse():
     args = bench._parse(["--torch-threads", "1,2,4"])
     assert args.torch_threads == (1, 2, 4)
     assert args.malloc == "all"
-    assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "tuned", "opt-in")
+    assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "tuned", "hugepages", "opt-in")
+    assert set(bench.ALLOCATOR_ENV) == set(bench.ALLOCATOR_SETTINGS["all"])
     assert bench._parse(["--quick"]).malloc == "current"
     assert bench._parse(["--tolerance", "0.02"]).tolerance == 0.02
 
