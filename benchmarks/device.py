@@ -1,8 +1,8 @@
 """The benchmark suite on whatever JAX backend is present (a GPU where there is one), written as
 JSON and a Markdown table into a directory.
 
-    python -m benchmarks.device OUTDIR [--quick] [--only w1,w1x8,w2,w3,probe,rrn] [--reps 5]
-                                [--no-pyg] [--torch-threads 1]
+    python -m benchmarks.device OUTDIR [--quick] [--only w1,w1x8,w2,w3,probe,rrn,rn]
+                                [--reps 5] [--no-pyg] [--torch-threads 1] [--tolerance T]
 
 Made for a machine that reaches nothing outside itself: it downloads nothing and needs only
 what `python -m benchmarks` needs (jax, flax, jraph; torch and torch_geometric for the PyG rows,
@@ -32,7 +32,7 @@ import jax  # noqa: E402
 
 from benchmarks import __main__ as suite  # noqa: E402
 
-DEFAULT_WORKLOADS = "w1,w1x8,w2,w3,probe,rrn"
+DEFAULT_WORKLOADS = "w1,w1x8,w2,w3,probe,rrn,rn"
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
