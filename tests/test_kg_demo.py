@@ -74,3 +74,15 @@ def test_readme_command_reaches_its_numbers(tmp_path):
 
 # What the README reports for `gnkit kg train --data umls --model rotate` (seed 0).
 README_UMLS_ROTATE = {"mrr": 0.853, "hits@10": 0.982}
+
+
+def test_pykeen_benchmark_runs_its_gnkit_side_without_pykeen(tmp_path, capsys):
+    from benchmarks import kg_pykeen
+
+    result = kg_pykeen.main(["--quick", "--no-pykeen", "--data", "nations",
+                             "--json", str(tmp_path / "b.json")])
+    gnkit = result["summary"]["gnkit"]
+    assert set(result["runs"]) == {"gnkit"} and 0.0 < gnkit["mrr_mean"] <= 1.0
+    assert gnkit["epoch_seconds"] > 0 and gnkit["eval_seconds"] > 0
+    assert json.loads((tmp_path / "b.json").read_text())["summary"]["gnkit"] == pytest.approx(gnkit)
+    assert "nations, rotate: dim 8" in capsys.readouterr().out
