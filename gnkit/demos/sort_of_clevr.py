@@ -473,9 +473,11 @@ def plot_examples(data, predictions: dict[str, np.ndarray], path: Path, num_imag
     figure, axes = plt.subplots(rows, columns, figsize=(2.4 * columns, 3.0 * rows),
                                 layout="constrained", squeeze=False)
     for image, ax in enumerate(axes.ravel()):
-        ax.axis("off")
         if image >= min(num_images, len(data["images"])):
+            ax.axis("off")
             continue
+        ax.set_xticks([])
+        ax.set_yticks([])
         question = task.QUESTIONS_PER_KIND * (image % 2)
         ax.imshow(data["images"][image])
         color, relational, kind = (int(data[key][image, question])
