@@ -84,7 +84,9 @@ class SortOfClevrConfig:
 
 CONFIGS = {
     "default": SortOfClevrConfig(),
-    # The paper's sizes: g of four 256-wide layers, f of 256, 256; batch 64 questions (3 images).
+    # The paper's sizes (g of four 256-wide layers, f of 256, 256) and its CLEVR learning rate;
+    # 3 images (60 questions) per update, near its batch of 64; the update count (about 60
+    # epochs) is a guess at an accelerator's budget, the paper gives none.
     "paper": SortOfClevrConfig(
         updates=200_000, images_per_batch=3, pair_features=(256,) * 4, learning_rate=2.5e-4
     ),
