@@ -60,6 +60,9 @@ def test_bad_triple_files_are_one_line_errors(tmp_path, capsys):
     assert demo.main(["train", "--config", "quick", "--run-dir", str(tmp_path / "run2"),
                       "--data", "no-such-graph"]) == 2
     assert "not a directory of triple files" in capsys.readouterr().err
+    assert demo.main(["train", "--config", "quick", "--run-dir", str(tmp_path / "run3"),
+                      "--parallel", "mesh"]) == 2
+    assert "trains on one device" in capsys.readouterr().err
 
 
 @pytest.mark.slow

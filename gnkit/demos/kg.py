@@ -368,6 +368,11 @@ def plot_curve(results: dict[str, Any], path: Path) -> Path:
 
 def train(config: KGConfig, run_dir: experiments.RunDir, options: experiments.Options):
     """The `train` verb: train `--model` on `--data` (resuming), then test the best state."""
+    if options.parallel != "single":
+        raise experiments.UsageError(
+            f"--parallel {options.parallel}: the kg demo trains on one device (an epoch is one "
+            "jitted scan; these graphs fit any device)"
+        )
     data, model = options.flags.data, options.flags.model
     trainer = Trainer(config, model, load_data(data))
     name = pair_name(data, model)
