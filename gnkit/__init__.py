@@ -66,6 +66,7 @@ from gnkit.convolutions import (
     gcn,
     gin,
     graph_sage,
+    rgcn,
 )
 from gnkit.graph import (
     ArrayTree,
@@ -214,6 +215,7 @@ __all__ = [
     "pad_with_graphs",
     "partition_softmax",
     "relation_network",
+    "rgcn",
     "safe_segment_max",
     "safe_segment_mean",
     "safe_segment_min",

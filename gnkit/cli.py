@@ -1,4 +1,4 @@
-"""The `gnkit` command: `gnkit DEMO ...` runs a demo (sudoku, sort, shortest-path, physics)."""
+"""The `gnkit` command: `gnkit DEMO ...` runs a demo (`gnkit --help` lists them)."""
 
 from __future__ import annotations
 

@@ -53,6 +53,16 @@ DOCUMENTED_MODULES = [
     "gnkit.tasks.mass_spring",
     "gnkit.tasks.nth_farthest",
     "gnkit.tasks.pretty_clevr",
+    "gnkit.tasks.sort_of_clevr",
+    "gnkit.tasks.clevr.scenes",
+    "gnkit.tasks.clevr.programs",
+    "gnkit.tasks.clevr.questions",
+    "gnkit.tasks.clevr.files",
+    "gnkit.tasks.clevr.vocab",
+    "gnkit.kg.scorers",
+    "gnkit.kg.training",
+    "gnkit.kg.evaluation",
+    "gnkit.kg.triples",
     "gnkit.tuning",
 ]
 
