@@ -94,10 +94,19 @@ def test_train_refuses_a_run_dir_holding_another_config(tmp_path, capsys):
     assert sorted(path.name for path in run_dir.iterdir()) == ["config.json"]
 
 
-def test_the_shipped_model_config_reads_as_the_cpu_preset_with_16_steps():
+def test_the_shipped_model_config_is_the_cpu_preset_fine_tuned_with_64_steps():
     path = PACKAGE / "pretrained" / "sudoku_rrn" / "config.json"
-    assert json.loads(path.read_text())["steps"] == 16
-    assert read_config(path) == dataclasses.replace(demo.CONFIGS["cpu"], steps=16)
+    assert json.loads(path.read_text())["steps"] == 64
+    fine_tuning = dict(
+        steps=64,
+        learning_rate=3e-5,
+        warmup_updates=10,
+        updates=150,
+        curriculum_start_givens=17,
+        curriculum_fraction=0.0,
+        seed=4,
+    )
+    assert read_config(path) == dataclasses.replace(demo.CONFIGS["cpu"], **fine_tuning)
 
 
 def test_train_refuses_an_unknown_data_set_before_writing(tmp_path, capsys):
