@@ -327,9 +327,10 @@ def test_solve_error_through_the_installed_command():
 
 
 @pytest.mark.slow
-def test_train_stops_on_sigterm_with_a_checkpoint_and_status_143(tmp_path):
+@pytest.mark.parametrize("budget", [[], ["--budget-min", "30"]], ids=["plain", "budget"])
+def test_train_stops_on_sigterm_with_a_checkpoint_and_status_143(tmp_path, budget):
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-m", "gnkit.demos.sudoku", "train", "--config", "tiny"]
+    argv = [sys.executable, "-m", "gnkit.demos.sudoku", "train", "--config", "tiny", *budget]
     argv += ["--run-dir", str(run_dir), "--updates", "100000", "--log-every", "1"]
     argv += ["--valid-per-level", "1", "--valid-givens", "30", "--no-progress"]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -202,10 +202,13 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
             log_every_steps=flags.log_every,
             progress=options.progress,
             parallel=strategy,
-            should_stop=lambda: options.should_stop() or _past(deadline),
+            should_stop=_stop_or_past(options.should_stop, deadline),
         )
-    except training.TrainingStopped:
-        if options.should_stop() or not _past(deadline):
+    except training.TrainingStopped as stopped:
+        if options.should_stop():  # a signal: keep its exit status
+            signal = getattr(options.should_stop, "signal_number", None)
+            raise training.TrainingStopped(stopped.step, stopped.checkpoint, signal) from None
+        if not _past(deadline):
             raise
         print(f"--budget-min {flags.budget_min:g} reached: validating", flush=True)
         state = validate_saved_state(run_dir, state, config, evaluate)
@@ -220,6 +223,14 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
 
 def _past(deadline: float | None) -> bool:
     return deadline is not None and time.time() >= deadline
+
+
+def _stop_or_past(should_stop, deadline: float | None):
+    """`should_stop` itself without a deadline (`fit` then reads its signal), else a callable
+    that is also true once `deadline` (a `time.time()`) has passed."""
+    if deadline is None:
+        return should_stop
+    return lambda: should_stop() or _past(deadline)
 
 
 def validate_saved_state(
