@@ -340,21 +340,9 @@ def train_model(
 
 def load_trained(name: str, config: SortOfClevrConfig, run_dir: experiments.RunDir, datasets):
     """The best validated state of model `name` in `run_dir` (else its latest checkpoint)."""
-    checkpoints = run_dir.path / "checkpoints" / name
-    best = checkpoints / training.BEST_CHECKPOINT
-    path = best if best.exists() else training.latest_checkpoint(checkpoints)
-    if path is None:
-        raise experiments.UsageError(f"--run-dir {run_dir.path}: no checkpoint of model {name}")
     model = build_model(name, config)
     template = _init_state(model, config, image_batch(datasets["test"], np.arange(1)))
-    expected = f"a checkpoint of model {name} of this config"
-    with experiments.reading_file(path, expected):
-        state = training.load_checkpoint(path, template)
-    if jax.tree_util.tree_map(np.shape, state.params) != jax.tree_util.tree_map(
-        np.shape, template.params
-    ):
-        raise experiments.file_error(path, f"{expected} (parameter shapes differ)")
-    return state
+    return experiments.load_model_state(run_dir, name, template)
 
 
 def validation_curves(run_dir: experiments.RunDir, name: str) -> dict[str, list[float]]:

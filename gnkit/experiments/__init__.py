@@ -28,6 +28,7 @@ Typed values are parsed with tyro's constructor registry (see `overrides` for wh
 argparse lays out the verbs). Host.
 """
 
+from gnkit.experiments.checkpoints import load_model_state
 from gnkit.experiments.cli import PARALLEL_MODES, build_parser, run, run_verb
 from gnkit.experiments.config import check_config, setting
 from gnkit.experiments.demo import Demo, Options, Verb
@@ -51,6 +52,7 @@ __all__ = [
     "check_shape",
     "check_writable",
     "file_error",
+    "load_model_state",
     "parse_override",
     "parse_value",
     "pyplot",
