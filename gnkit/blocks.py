@@ -482,17 +482,20 @@ def relation_network(
     *,
     aggregator: Aggregator = "sum",
     use_globals: bool = False,
+    use_edges: bool = False,
 ) -> GraphFn:
     """A relation network (Santoro et al. 2017): `globals' = global_fn(edges=agg_e g(o_s, o_r))`.
 
-    `edge_fn(sender_nodes=, receiver_nodes=[, globals=])` scores each ordered pair of objects,
-    leaves `[E, ...]`; `use_globals=True` also passes each graph's globals (the question embedding
-    of a visual QA task). `global_fn(edges=)` gets their per-graph `aggregator` reduction, leaves
-    `[G, ...]`. Replaces `graph.edges` with the pair outputs and `graph.globals` with the result.
-    Use a fully connected graph (all ordered pairs) to match the paper.
+    `edge_fn(sender_nodes=, receiver_nodes=[, globals=][, edges=])` scores each ordered pair of
+    objects, leaves `[E, ...]`; `use_globals=True` also passes each graph's globals (the question
+    embedding of a visual QA task) and `use_edges=True` each pair's own features, `graph.edges`
+    (e.g. the distance of the two objects). `global_fn(edges=)` gets their per-graph `aggregator`
+    reduction, leaves `[G, ...]`. Replaces `graph.edges` with the pair outputs and
+    `graph.globals` with the result. Use a fully connected graph (all ordered pairs) to match the
+    paper.
     """
     return _chain(
-        edge_block(edge_fn, use_edges=False, use_globals=use_globals),
+        edge_block(edge_fn, use_edges=use_edges, use_globals=use_globals),
         global_block(global_fn, edge_aggregator=aggregator, use_nodes=False, use_globals=False),
     )
 

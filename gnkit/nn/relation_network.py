@@ -11,9 +11,13 @@ maps the sum to the answer. Two layouts compute the same function with the same 
 - dense (`RelationNetwork.dense`): objects `[B, n, F]` and pairs `[B, n, n, H]`, no gather or
   scatter, for small fixed-size sets; a mask `[B, n]` marks the real objects of scenes with fewer.
 
-The first layer of `g` is factorised in both (see DESIGN.md): `Dense([o_s, o_r, q]) = A o_s +
-B o_r + C q + b`, so each object and question is projected once (`O(n F H)`) and the projections
-are gathered (edge list) or broadcast (dense) to the `n^2` pairs.
+With `use_edges=True`, `g` also sees features of each pair itself, `e_ij` (e.g. the distance of
+the two objects, as a recurrent relational network gets it on its edges): `g(o_i, o_j, e_ij, q)`;
+`graph.edges` in the edge list, `pairs` `[B, n, n, P]` in the dense layout.
+
+The first layer of `g` is factorised in both (see DESIGN.md): `Dense([o_s, o_r, e, q]) = A o_s +
+B o_r + E e + C q + b`, so each object and question is projected once (`O(n F H)`) and the
+projections are gathered (edge list) or broadcast (dense) to the `n^2` pairs.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class RelationNetwork(nn.Module):
         layer is linear), e.g. `(256, 256, num_answers)`.
       self_pairs: whether the dense layout includes the pairs `(i, i)`; the edge list sums over
         the graph's edges, so build it to match (`pair_graph(..., self_pairs=)`).
+      use_edges: whether `g` also takes each pair's own features (`graph.edges` `[E, P]`, or
+        the dense layout's `pairs` `[B, n, n, P]`); off: pair features are ignored.
 
     Both layouts take the same parameters: a model initialised with one runs with the other.
     Jittable.
@@ -48,11 +54,13 @@ class RelationNetwork(nn.Module):
     pair_features: Sequence[int] = (256, 256, 256, 256)
     output_features: Sequence[int] = (256, 256, 10)
     self_pairs: bool = True
+    use_edges: bool = False
 
     def setup(self):
         first = self.pair_features[0]
         self.pair_objects = nn.Dense(2 * first, use_bias=False, name="pair_0_objects")
         self.pair_question = nn.Dense(first, use_bias=False, name="pair_0_question")
+        self.pair_edges = nn.Dense(first, use_bias=False, name="pair_0_edges")
         self.pair_bias = self.param("pair_0_bias", nn.initializers.zeros, (first,))
         self.pair_rest = [
             nn.Dense(width, name=f"pair_{i}")
@@ -64,25 +72,32 @@ class RelationNetwork(nn.Module):
         """The edge-list layout: one output per graph, `[G, output_features[-1]]`.
 
         `graph.nodes` are the objects `[N, F]`, `graph.globals` the questions `[G, Q]` (or None
-        for an unconditioned network), `senders` / `receivers` `[E]` the ordered pairs. A graph
-        without edges gets `f(0)`.
+        for an unconditioned network), `senders` / `receivers` `[E]` the ordered pairs and, with
+        `use_edges`, `graph.edges` `[E, P]` their features. A graph without edges gets `f(0)`.
         """
-        require(graph, "nodes", "senders", "receivers", block="RelationNetwork")
+        needed = ("nodes", "senders", "receivers") + (("edges",) if self.use_edges else ())
+        require(graph, *needed, block="RelationNetwork")
         sender_part, receiver_part = jnp.split(self.pair_objects(graph.nodes), 2, axis=-1)
         use_question = graph.globals is not None
         projected = graph._replace(
             nodes={"sender": sender_part, "receiver": receiver_part},
+            edges=self.pair_edges(graph.edges) if self.use_edges else None,
             globals=self.pair_question(graph.globals) if use_question else None,
         )
 
-        def pair_fn(sender_nodes, receiver_nodes, globals=None):
+        def pair_fn(sender_nodes, receiver_nodes, globals=None, edges=None):
             first = sender_nodes["sender"] + receiver_nodes["receiver"] + self.pair_bias
+            if edges is not None:
+                first = first + edges
             if globals is not None:
                 first = first + globals
             return self._pair_layers(first)
 
         network = relation_network(
-            pair_fn, lambda edges: self.output(edges), use_globals=use_question
+            pair_fn,
+            lambda edges: self.output(edges),
+            use_globals=use_question,
+            use_edges=self.use_edges,
         )
         return network(projected).globals
 
@@ -91,16 +106,25 @@ class RelationNetwork(nn.Module):
         objects: jax.Array,
         question: jax.Array | None = None,
         mask: jax.Array | None = None,
+        pairs: jax.Array | None = None,
     ) -> jax.Array:
         """The dense layout: objects `[B, n, F]`, questions `[B, Q]` (or None), `mask` `[B, n]`
-        (true for real objects; None: all real). Returns `[B, output_features[-1]]`.
+        (true for real objects; None: all real) and, with `use_edges`, the features of each pair
+        `pairs` `[B, n, n, P]` (`pairs[b, r, s]`: receiver `r`, sender `s`). Returns
+        `[B, output_features[-1]]`.
 
         A pair counts when both its objects are real (and, without `self_pairs`, they differ), so
         a masked object's features change nothing.
         """
+        if (pairs is not None) != self.use_edges:
+            raise ValueError(
+                f"pairs must be given exactly when use_edges is on (use_edges={self.use_edges})."
+            )
         batch, n_object = objects.shape[:2]
         sender_part, receiver_part = jnp.split(self.pair_objects(objects), 2, axis=-1)
         first = receiver_part[:, :, None, :] + sender_part[:, None, :, :] + self.pair_bias
+        if pairs is not None:
+            first = first + self.pair_edges(pairs)
         if question is not None:
             first = first + self.pair_question(question)[:, None, None, :]
         pairs = self._pair_layers(first.reshape(batch * n_object * n_object, -1))
@@ -129,20 +153,33 @@ def pair_graph(
     question: np.ndarray | None = None,
     mask: np.ndarray | None = None,
     self_pairs: bool = True,
+    pairs: np.ndarray | None = None,
 ) -> GraphsTuple:
     """The edge-list input of `RelationNetwork` for dense scenes. Host (NumPy).
 
-    `objects` `[B, n, F]`, `question` `[B, Q]` or None, `mask` `[B, n]` bool (None: all real).
-    Returns one fully connected graph per scene over its real objects (in order), every ordered
-    pair an edge (`(i, i)` too if `self_pairs`), the question as the graph's globals.
+    `objects` `[B, n, F]`, `question` `[B, Q]` or None, `mask` `[B, n]` bool (None: all real),
+    `pairs` `[B, n, n, P]` or None (`pairs[b, r, s]`: receiver `r`, sender `s`, as
+    `RelationNetwork.dense` takes them). Returns one fully connected graph per scene over its real
+    objects (in order), every ordered pair an edge (`(i, i)` too if `self_pairs`) with its row of
+    `pairs` as the edge features `[E, P]`, the question as the graph's globals.
     """
     objects = np.asarray(objects)
     real = np.ones(objects.shape[:2], bool) if mask is None else np.asarray(mask, bool)
     if real.shape != objects.shape[:2]:
         raise ValueError(f"mask must be {objects.shape[:2]} (scenes, objects), got {real.shape}.")
-    return fully_connected_graph(
+    graph = fully_connected_graph(
         real.sum(axis=1),
         node_features=objects[real],
         global_features=None if question is None else np.asarray(question),
         add_self_edges=self_pairs,
     )
+    if pairs is None:
+        return graph
+    pairs = np.asarray(pairs)
+    if pairs.shape[:3] != real.shape + real.shape[1:]:
+        raise ValueError(
+            f"pairs must be {real.shape + real.shape[1:]} + (features,), got {pairs.shape}."
+        )
+    scene, position = np.nonzero(real)  # the scene and object index of each graph node
+    receivers, senders = graph.receivers, graph.senders
+    return graph._replace(edges=pairs[scene[receivers], position[receivers], position[senders]])
