@@ -447,6 +447,7 @@ def fit(
     mode: str | None = None,
     mesh: Mesh | None = None,
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None = None,
+    fast_allocator: bool = True,
 ) -> TrainingState:
     """Train from `state.step` up to `num_steps`; return the final state. Host loop.
 
@@ -468,7 +469,15 @@ def fit(
     with (or its mode name; default 'single'): `fit` replicates `state.params` and
     `state.opt_state` with it before the first step, and `evaluate` and the checkpoints get its
     `host_copy`. `mode` and `mesh` are the older spelling, `data_parallel(mode, mesh)`.
+
+    `fast_allocator` calls `gnkit.tuning.use_fast_allocator_for_training()` first (a process-wide
+    glibc setting that stops per-step page faults on buffers up to 64 MB, at the cost of keeping
+    freed memory; `GNKIT_SYSTEM_MALLOC=1` or `fast_allocator=False` leaves glibc alone).
     """
+    if fast_allocator:
+        from gnkit import tuning
+
+        tuning.use_fast_allocator_for_training()
     strategy = strategy_for(parallel, mode, mesh)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     clock = RunClock(state)

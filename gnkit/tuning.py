@@ -9,6 +9,10 @@ thread's own arena maps anything above 64 MB regardless. `use_fast_allocator` ro
 thread through the main heap and keeps freed memory there, so steady-state steps reuse pages.
 Host only; Linux with glibc.
 
+The demos' entry point (`gnkit DEMO ...`) and the training loop (`gnkit.train.fit`) call
+`use_fast_allocator_for_training()`, so demo and `fit` users get the fast setting without asking;
+`GNKIT_SYSTEM_MALLOC=1` in the environment leaves glibc's settings alone there.
+
 A setting that must be made before Python starts does much the same without the larger heap:
 `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc 2.35 or later, transparent huge pages in
 `madvise` or `always` mode) maps those blocks with 2 MB pages, one fault per 512 small ones.
@@ -17,6 +21,7 @@ A setting that must be made before Python starts does much the same without the 
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import sys
 import warnings
@@ -28,6 +33,8 @@ _M_ARENA_MAX = -8
 # Free memory kept at the top of the heap before it is returned to the system: 2 GiB (the
 # largest value mallopt's int takes).
 _TRIM_THRESHOLD = 2**31 - 1
+# Set to 1 to keep the demos and `fit` from changing glibc's settings.
+SYSTEM_MALLOC_ENV = "GNKIT_SYSTEM_MALLOC"
 
 
 def _jax_backend_started() -> bool:
@@ -47,7 +54,7 @@ def _mallopt():
     return getattr(ctypes.CDLL(None), "mallopt", None)
 
 
-def use_fast_allocator() -> bool:
+def use_fast_allocator(*, warn_if_late: bool = True) -> bool:
     """Make glibc's `malloc` reuse freed memory for the whole process; returns whether it did.
 
     Sets one malloc arena for all threads (`M_ARENA_MAX=1`), no `mmap` for large blocks
@@ -57,12 +64,13 @@ def use_fast_allocator() -> bool:
     their own arenas, which still map buffers above 64 MB afresh each call (a warning says so;
     smaller buffers are still helped). The cost: memory freed by the process stays reserved for
     it (the resident size stays at its peak) instead of going back to the system. Does nothing
-    and returns False off glibc (macOS, Windows, musl). Host only; not jittable.
+    and returns False off glibc (macOS, Windows, musl). `warn_if_late=False` drops the warning
+    for callers that know JAX may have started. Host only; not jittable.
     """
     mallopt = _mallopt()
     if mallopt is None:
         return False
-    if _jax_backend_started():
+    if warn_if_late and _jax_backend_started():
         warnings.warn(
             "gnkit.tuning.use_fast_allocator() called after JAX started: buffers above 64 MB "
             "allocated on JAX's worker threads are still mapped afresh each call. Call it "
@@ -71,3 +79,16 @@ def use_fast_allocator() -> bool:
         )
     settings = ((_M_ARENA_MAX, 1), (_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
     return all(mallopt(option, value) == 1 for option, value in settings)
+
+
+def use_fast_allocator_for_training() -> bool:
+    """`use_fast_allocator()` unless `GNKIT_SYSTEM_MALLOC=1`; returns whether it was applied.
+
+    What `gnkit DEMO ...` calls before its verb runs (before JAX starts, so every buffer
+    benefits) and `gnkit.train.fit` calls before its first step (JAX has started by then: buffers
+    up to 64 MB allocated on JAX's worker threads stop faulting, larger ones still do). No
+    warning when JAX has started. Host only; not jittable.
+    """
+    if os.environ.get(SYSTEM_MALLOC_ENV, "") == "1":
+        return False
+    return use_fast_allocator(warn_if_late=False)

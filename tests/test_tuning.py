@@ -3,6 +3,7 @@ buffer every call stops page-faulting once the heap has grown to its working siz
 getrusage, in fresh processes)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -60,6 +61,61 @@ def test_fast_allocator_after_jax_started_warns():
     assert late["applied"] is True
     # JAX's worker threads kept their own arenas, which map an 80 MB buffer afresh each call.
     assert late["faults_per_call"] > 15_000
+
+
+_FIT_SCRIPT = """
+import json, resource
+import jax, jax.numpy as jnp
+from gnkit import train
+x = jnp.ones((10_000_000,), jnp.float32)
+step = jax.jit(lambda x: x * 2.0 + 1.0)
+
+def faults_per_call():
+    for _ in range(5):
+        step(x).block_until_ready()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(10):
+        step(x).block_until_ready()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
+
+before_fit = faults_per_call()
+state = train.TrainingState(params=jnp.zeros(()), opt_state=())
+train.fit(state, lambda p, o, b: (p, o, {}), lambda step: None, 1, progress=False)
+print(json.dumps({"before_fit": before_fit, "after_fit": faults_per_call()}))
+"""
+
+
+def _faults_around_fit(system_malloc: bool) -> dict:
+    env = dict(os.environ, GNKIT_SYSTEM_MALLOC="1" if system_malloc else "0")
+    result = subprocess.run(
+        [sys.executable, "-c", _FIT_SCRIPT], capture_output=True, text=True, check=True, env=env
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(tuning._mallopt() is None, reason="needs glibc")
+def test_fit_stops_the_page_faults_of_buffers_under_64_mb():
+    # A 40 MB output is 9,766 pages of 4 KB: faulted in afresh each call until `fit` has run
+    # (JAX started before it, so only buffers up to a worker arena's 64 MB are helped).
+    fast = _faults_around_fit(system_malloc=False)
+    assert fast["before_fit"] > 8_000
+    assert fast["after_fit"] < 2_000  # at most one call in ten still grows an arena
+    untouched = _faults_around_fit(system_malloc=True)
+    assert untouched["after_fit"] > 8_000
+
+
+def test_demo_entry_point_applies_the_training_allocator(monkeypatch):
+    from gnkit import experiments
+    from gnkit.demos import sort
+
+    calls = []
+    monkeypatch.setattr(tuning, "use_fast_allocator", lambda **kw: calls.append(kw) or True)
+    monkeypatch.setenv(tuning.SYSTEM_MALLOC_ENV, "0")
+    assert experiments.run(sort.DEMO, ["train", "--help"]) == 0
+    assert calls == [{"warn_if_late": False}]
+    monkeypatch.setenv(tuning.SYSTEM_MALLOC_ENV, "1")
+    assert experiments.run(sort.DEMO, ["train", "--help"]) == 0
+    assert calls == [{"warn_if_late": False}]
 
 
 def test_importing_gnkit_leaves_the_allocator_alone():
