@@ -32,8 +32,11 @@ def _reference(name, h, r, t):
         return (h * r * t).sum(-1)
     if name == "complex":
         return np.real((_as_complex(h) * _as_complex(r) * np.conj(_as_complex(t))).sum(-1))
+    difference = _as_complex(h) * np.exp(1j * r) - _as_complex(t)
+    if name == "rotate_l2":
+        return -np.sqrt((np.abs(difference) ** 2).sum(-1))
     assert name == "rotate"
-    return -np.abs(_as_complex(h) * np.exp(1j * r) - _as_complex(t)).sum(-1)
+    return -np.abs(difference).sum(-1)
 
 
 def _embeddings(name, count, dim=DIM, rng=RNG):
@@ -61,6 +64,11 @@ def test_scorers_on_hand_computed_values():
     assert kg.complex_score(h, r, t)[0] == pytest.approx(5.0)
     # RotatE, dim 1: h = 1 + 2i rotated by pi/2 is -2 + i; its distance to t = 2 is sqrt(17).
     assert kg.rotate(h, np.array([[np.pi / 2]]), t)[0] == pytest.approx(-np.sqrt(17.0), rel=1e-6)
+    # dim 2: h = (1, i), both rotated by pi/2 -> (i, -1); t = (0, 0): moduli 1 and 1, so the sum
+    # of moduli is 2 and the Euclidean norm sqrt(2).
+    h2, phases, t2 = np.array([[1.0, 0.0, 0.0, 1.0]]), np.full((1, 2), np.pi / 2), np.zeros((1, 4))
+    assert kg.rotate(h2, phases, t2)[0] == pytest.approx(-2.0, rel=1e-6)
+    assert kg.rotate_l2(h2, phases, t2)[0] == pytest.approx(-np.sqrt(2.0), rel=1e-6)
 
 
 @pytest.mark.parametrize("name", list(kg.SCORERS))
@@ -95,7 +103,7 @@ def test_rotate_relations_have_modulus_one_and_keep_moduli():
 
 
 def test_scores_have_finite_gradients_at_zero_distance():
-    for name in ("transe_l2", "rotate"):
+    for name in ("transe_l2", "rotate", "rotate_l2"):
         scorer = kg.get_scorer(name)
         x = jnp.ones((2, scorer.entity_width(DIM)))
         relation = jnp.zeros((2, scorer.relation_width(DIM)))
@@ -243,6 +251,40 @@ def test_corrupt_uniform_changes_exactly_head_or_tail_to_another_entity():
         for column in (0, 2):
             drawn = negatives[b][changed[b, :, column], column]
             assert set(drawn.tolist()) == set(range(6)) - {int(triples[b, column])}
+
+
+def test_corrupt_uniform_same_side_corrupts_one_side_per_triple():
+    triples = jnp.tile(jnp.array([[0, 1, 2]]), (400, 1))
+    negatives = np.asarray(kg.corrupt_uniform(jax.random.key(1), triples, 8, 6, same_side=True))
+    changed = negatives != np.asarray(triples)[:, None, :]
+    assert np.all(changed.sum(-1) == 1)
+    tail_rows = changed[..., 2].all(-1)
+    head_rows = changed[..., 0].all(-1)
+    # Every triple's 8 corruptions replace the same side; about half the triples each side.
+    assert np.all(tail_rows ^ head_rows)
+    assert 0.4 < tail_rows.mean() < 0.6
+
+
+def test_make_epoch_applies_the_constraint_after_every_update():
+    # One parameter vector pulled away from the unit circle by the loss, projected back onto it
+    # after each update: it ends on the circle.
+    def loss(params, triples, weights, key):
+        return -jnp.sum(params["relations"] * 3.0)
+
+    def constrain(params):
+        return {"relations": params["relations"] / jnp.linalg.norm(params["relations"])}
+
+    optimizer = optax.sgd(0.5)
+    epoch = kg.make_epoch(loss, optimizer, jnp.zeros((8, 3), jnp.int32), 2, constrain=constrain)
+    params = {"relations": jnp.array([1.0, 0.0])}
+    params, _, _ = epoch(params, optimizer.init(params), jax.random.key(0))
+    assert float(jnp.linalg.norm(params["relations"])) == pytest.approx(1.0, rel=1e-6)
+    # Each update adds (1.5, 1.5) then renormalises: 4 updates from (1, 0).
+    expected = np.array([1.0, 0.0])
+    for _ in range(4):
+        expected = expected + 1.5
+        expected = expected / np.linalg.norm(expected)
+    np.testing.assert_allclose(params["relations"], expected, rtol=1e-5)
 
 
 def test_self_adversarial_loss_matches_numpy():

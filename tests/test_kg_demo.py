@@ -88,4 +88,18 @@ def test_pykeen_benchmark_runs_its_gnkit_side_without_pykeen(tmp_path, capsys):
     assert set(result["runs"]) == {"gnkit"} and 0.0 < gnkit["mrr_mean"] <= 1.0
     assert gnkit["epoch_seconds"] > 0 and gnkit["eval_seconds"] > 0
     assert json.loads((tmp_path / "b.json").read_text())["summary"]["gnkit"] == pytest.approx(gnkit)
-    assert "nations, rotate: dim 8" in capsys.readouterr().out
+    assert "nations, rotate_l2: dim 8, 4 negatives (per-triple), relations unit" in (
+        capsys.readouterr().out)
+
+
+def test_pykeen_benchmark_noise_rule():
+    from benchmarks.kg_pykeen import within_noise
+
+    def side(low, high):
+        return {"mrr_min": low, "mrr_max": high, "mrr_mean": (low + high) / 2}
+
+    assert within_noise(side(0.80, 0.82), side(0.81, 0.85)) == "ranges overlap"
+    # Means 0.81 and 0.835 differ by 0.025, below the second side's spread of 0.03.
+    assert within_noise(side(0.80, 0.82), side(0.82 + 1e-3, 0.85)) == (
+        "difference below the larger spread")
+    assert within_noise(side(0.80, 0.81), side(0.83, 0.84)) == "no"

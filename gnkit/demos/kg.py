@@ -3,7 +3,8 @@ R-GCN encoder, trained and evaluated with filtered MRR and Hits@1/3/10.
 
 `gnkit kg train --data umls --model rotate` trains one model on one graph (`--data`: a shipped
 graph, `kinships`, `nations`, `umls`, or a directory of `train.txt`, `valid.txt`, `test.txt`
-triple files; `--model`: `transe`, `transe_l2`, `distmult`, `complex`, `rotate`), evaluating
+triple files; `--model`: `transe`, `transe_l2`, `distmult`, `complex`, `rotate`, `rotate_l2`
+(PyKEEN's RotatE: the Euclidean norm of the complex difference)), evaluating
 validation MRR every `eval_every_epochs` epochs (the best state is kept), then tests the best
 state: filtered ranks of every test triple against all entities as head and as tail. It prints
 MRR / Hits and draws the learning curve (`curve_<data>_<model>.png`: training loss and
@@ -12,8 +13,9 @@ validation MRR by epoch); `--json` holds the test metrics at the top level (`mrr
 own checkpoint folder, all trained with the run's config. `eval` tests a finished pair again.
 
 Two recipes (`training`): `1-n` (every entity scored as tail and as head, cross-entropy, N3
-regularisation; the default) and `negatives` (uniform corruption of head or tail, RotatE's
-self-adversarial loss or TransE's margin loss). An epoch is one jitted scan over device-side
+regularisation; the default) and `negatives` (uniform corruption of head or tail, the side
+drawn per corruption or per triple (`negative_sides`), RotatE's self-adversarial loss or
+TransE's margin loss). An epoch is one jitted scan over device-side
 batches. Presets: `default` (the 1-N recipe, a few CPU-minutes per graph and model),
 `negatives` (RotatE's recipe, the setting of the PyKEEN comparison), `quick` (tests, notebook).
 Host driver around jitted epochs.
@@ -40,7 +42,7 @@ from gnkit.experiments import setting
 from gnkit.graph import GraphsTuple
 from gnkit.nn import KGEmbedding, RGCNEncoder
 
-ModelName = Literal["transe", "transe_l2", "distmult", "complex", "rotate"]
+ModelName = Literal["transe", "transe_l2", "distmult", "complex", "rotate", "rotate_l2"]
 MODEL_NAMES: tuple[str, ...] = tuple(kgraph.SCORERS)
 
 
@@ -54,6 +56,9 @@ class KGConfig:
         "self_adversarial", help="loss of the negatives recipe"
     )
     num_negatives: int = setting(64, minimum=1, help="corruptions per positive (negatives)")
+    negative_sides: Literal["per-negative", "per-triple"] = setting(
+        "per-negative", help="side of each corruption drawn per corruption or per triple"
+    )
     margin: float = setting(6.0, help="margin of either negatives loss")
     adversarial_temperature: float = setting(1.0, minimum=0.0, help="0: uniform weights")
     regularizer: Literal["n3", "l2", "none"] = setting("n3", help="penalty on the embeddings")
@@ -171,7 +176,10 @@ def batch_loss(config: KGConfig, module: KGEmbedding, num_entities: int, graph_i
                 config.label_smoothing,
             )
         else:
-            negatives = kgraph.corrupt_uniform(key, triples, config.num_negatives, num_entities)
+            negatives = kgraph.corrupt_uniform(
+                key, triples, config.num_negatives, num_entities,
+                same_side=config.negative_sides == "per-triple",
+            )
             # Corruptions keep the relation: its embedding broadcasts over them (RotatE computes
             # each rotation once per triple, not once per negative).
             negative_scores = scorer.score(

@@ -1,6 +1,6 @@
 """Knowledge-graph embeddings: scorers, training losses, filtered ranking, triple files.
 
-- `gnkit.kg.scorers`: TransE (L1 / L2), DistMult, ComplEx and RotatE as pure functions of
+- `gnkit.kg.scorers`: TransE (L1 / L2), DistMult, ComplEx and RotatE (L1 / L2) as pure functions of
   embedding arrays, each also scoring all entities as head or tail at once (`Scorer`);
 - `gnkit.kg.training`: uniform negative sampling, RotatE's self-adversarial loss, the margin
   loss, 1-N cross-entropy, and epochs as one jitted scan over device-side batches;
@@ -32,6 +32,9 @@ from gnkit.kg.scorers import (
     get_scorer,
     rotate,
     rotate_heads,
+    rotate_l2,
+    rotate_l2_heads,
+    rotate_l2_tails,
     rotate_tails,
     rotation,
     transe,
@@ -88,6 +91,9 @@ __all__ = [
     "read_triples",
     "rotate",
     "rotate_heads",
+    "rotate_l2",
+    "rotate_l2_heads",
+    "rotate_l2_tails",
     "rotate_tails",
     "rotation",
     "self_adversarial_loss",

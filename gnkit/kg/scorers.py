@@ -9,7 +9,8 @@ plausible triples):
 - `score_heads(relations [B, Wr], tails [B, W], entities [E, W]) -> [B, E]`, every entity as the
   head of each `(relation, tail)`.
 
-DistMult, ComplEx and TransE-L2 score all entities with one matmul (no `[B, E, W]` array);
+DistMult, ComplEx, TransE-L2 and RotatE-L2 score all entities with one matmul (no `[B, E, W]`
+array);
 TransE-L1 and RotatE sum a non-linear function of each coordinate, so their all-entity scores
 hold a `[B, E, W]` difference: bound `B` (the evaluation's chunk size) for large graphs.
 `score`'s arguments broadcast against each other over their leading axes: `K` corruptions of
@@ -17,7 +18,9 @@ each triple score as `score(heads [B, K, W], relations [B, 1, Wr], tails [B, K, 
 
 Complex embeddings (ComplEx, RotatE) are real arrays `[..., 2 * dim]`: the `dim` real parts,
 then the `dim` imaginary parts. RotatE's relations are phases `[..., dim]`: the relation is the
-rotation `exp(i * phase)`, of modulus 1 by construction. Jittable, differentiable, no Flax.
+rotation `exp(i * phase)`, of modulus 1 by construction. `rotate` is the paper's distance (the
+sum of the coordinates' moduli); `rotate_l2` is PyKEEN's RotatE (the Euclidean norm of the complex
+difference). Jittable, differentiable, no Flax.
 """
 
 from __future__ import annotations
@@ -160,6 +163,26 @@ def rotate_heads(phases, tails, entities) -> jax.Array:
     return _rotate_to_all(jnp.concatenate(_complex_product(tails, rotation(-phases)), -1), entities)
 
 
+def rotate_l2(heads: jax.Array, phases: jax.Array, tails: jax.Array) -> jax.Array:
+    """RotatE with the Euclidean norm, PyKEEN's `RotatE`: `-sqrt(sum_k |h_k exp(i phase_k) -
+    t_k|^2)`, complex entities `[B, 2 * dim]` and phases `[B, dim]` -> `[B]`."""
+    rotated = jnp.concatenate(_complex_product(heads, rotation(phases)), axis=-1)
+    return -_distance(rotated - tails, 2)
+
+
+def rotate_l2_tails(heads, phases, entities) -> jax.Array:
+    """`rotate_l2` with every entity as the tail, one matmul: `-> [B, E]`."""
+    rotated = jnp.concatenate(_complex_product(heads, rotation(phases)), axis=-1)
+    return -_distance_to_all(rotated, entities, 2)
+
+
+def rotate_l2_heads(phases, tails, entities) -> jax.Array:
+    """`rotate_l2` with every entity as the head (`|h r - t| = |h - t conj(r)|`), one matmul:
+    `-> [B, E]`."""
+    unrotated = jnp.concatenate(_complex_product(tails, rotation(-phases)), axis=-1)
+    return -_distance_to_all(unrotated, entities, 2)
+
+
 @dataclasses.dataclass(frozen=True)
 class Scorer:
     """One embedding model's scoring functions and its embedding widths.
@@ -207,7 +230,7 @@ def _transe_l2_heads(relations, tails, entities):
     return transe_heads(relations, tails, entities, 2)
 
 
-#: The scorers by name: `transe` (L1), `transe_l2`, `distmult`, `complex`, `rotate`.
+#: The scorers by name: `transe` (L1), `transe_l2`, `distmult`, `complex`, `rotate`, `rotate_l2`.
 SCORERS: dict[str, Scorer] = {
     "transe": Scorer("transe", transe, _transe_l1_tails, _transe_l1_heads),
     "transe_l2": Scorer("transe_l2", _transe_l2, _transe_l2_tails, _transe_l2_heads),
@@ -218,12 +241,20 @@ SCORERS: dict[str, Scorer] = {
     "rotate": Scorer(
         "rotate", rotate, rotate_tails, rotate_heads, complex_entities=True, relation_is_phase=True
     ),
+    "rotate_l2": Scorer(
+        "rotate_l2",
+        rotate_l2,
+        rotate_l2_tails,
+        rotate_l2_heads,
+        complex_entities=True,
+        relation_is_phase=True,
+    ),
 }
 
 
 def get_scorer(scorer: str | Scorer) -> Scorer:
     """The `Scorer` named `scorer` (`transe` (L1), `transe_l2`, `distmult`, `complex`,
-    `rotate`), or `scorer` itself."""
+    `rotate`, `rotate_l2`), or `scorer` itself."""
     if isinstance(scorer, Scorer):
         return scorer
     if scorer not in SCORERS:

@@ -3,9 +3,10 @@
 Two recipes, both built from these pieces:
 
 - negative sampling (sLCWA): each positive triple gets `num_negatives` corruptions of its head
-  or its tail (`corrupt_uniform`), scored with the positive by `self_adversarial_loss` (RotatE's
-  loss: log-sigmoid with a margin, negatives weighted by a softmax of their own scores; a
-  temperature of 0 weights them equally) or `margin_ranking_loss` (TransE's hinge);
+  or its tail (`corrupt_uniform`, the side picked per corruption or per triple), scored with
+  the positive by `self_adversarial_loss` (RotatE's loss: log-sigmoid with a margin, negatives
+  weighted by a softmax of their own scores; a temperature of 0 weights them equally) or
+  `margin_ranking_loss` (TransE's hinge);
 - 1-N scoring (`one_to_n_loss`): every entity as the tail of `(h, r, ?)` and as the head of
   `(?, r, t)`, cross-entropy against the true one; the stronger modern recipe (Lacroix et al.
   2018, Ruffinelli et al. 2020).
@@ -24,14 +25,25 @@ import optax
 
 
 def corrupt_uniform(
-    key: jax.Array, triples: jax.Array, num_negatives: int, num_entities: int
+    key: jax.Array,
+    triples: jax.Array,
+    num_negatives: int,
+    num_entities: int,
+    same_side: bool = False,
 ) -> jax.Array:
     """`num_negatives` corruptions of each triple: `[B, 3] -> [B, K, 3]`. Each replaces the
     head or the tail (chance 1/2 each) by an entity drawn uniformly from the others (never the
-    entity it replaces). Jittable; `num_negatives` and `num_entities` static."""
+    entity it replaces). By default each corruption picks its side; with `same_side` all `K`
+    corruptions of a triple replace the same side, picked per triple (the RotatE authors'
+    head-batch / tail-batch and PyKEEN's basic sampler, which corrupts the heads of half the
+    batch and the tails of the other half). Jittable; `num_negatives`, `num_entities` and
+    `same_side` static."""
     side_key, entity_key = jax.random.split(key)
     batch = triples.shape[0]
-    corrupt_tail = jax.random.bernoulli(side_key, 0.5, (batch, num_negatives))
+    side_shape = (batch, 1) if same_side else (batch, num_negatives)
+    corrupt_tail = jnp.broadcast_to(
+        jax.random.bernoulli(side_key, 0.5, side_shape), (batch, num_negatives)
+    )
     column = jnp.where(corrupt_tail, 2, 0)
     original = jnp.where(corrupt_tail, triples[:, None, 2], triples[:, None, 0])
     drawn = jax.random.randint(entity_key, (batch, num_negatives), 0, num_entities - 1)
@@ -144,11 +156,14 @@ def make_epoch(
     optimizer: optax.GradientTransformation,
     train_triples: jax.Array,
     batch_size: int,
+    constrain: Callable | None = None,
 ) -> Callable:
     """`epoch(params, opt_state, key) -> (params, opt_state, {"loss": mean})`: one pass over
     `train_triples` `[n, 3]` in shuffled batches, one optimiser update per batch, as a jitted
     `lax.scan`. `loss_fn(params, triples [B, 3], weights [B], key) -> scalar` (weights are 0 on
-    padding; `key` is the batch's own, for negative sampling)."""
+    padding; `key` is the batch's own, for negative sampling). `constrain(params) -> params`,
+    if given, is applied after every update (a projection, e.g. PyKEEN's renormalisation of
+    unit-modulus relations)."""
     train_triples = jnp.asarray(train_triples)
     num_triples = train_triples.shape[0]
     batch_size = min(batch_size, num_triples)
@@ -158,7 +173,10 @@ def make_epoch(
         indices, weights, key = batch
         loss, grads = jax.value_and_grad(loss_fn)(params, train_triples[indices], weights, key)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
+        params = optax.apply_updates(params, updates)
+        if constrain is not None:
+            params = constrain(params)
+        return (params, opt_state), loss
 
     @jax.jit
     def epoch(params, opt_state, key):
