@@ -259,3 +259,16 @@ def test_anchor_indicator_marks_the_named_object():
     }
     got = np.asarray(anchor_indicator(batch))
     assert np.flatnonzero(got[0]).tolist() == [3] and np.flatnonzero(got[1]).tolist() == [0]
+
+
+def test_pair_distances_by_hand():
+    from gnkit.demos.pretty_clevr import pair_distances
+
+    positions = np.zeros((1, 8, 2), np.float32)
+    positions[0, 1] = [0.3, 0.4]  # 0.5 from the others, which sit at the origin
+    got = np.asarray(pair_distances(positions))
+    assert got.shape == (1, 8, 8, 1)
+    want = np.zeros((8, 8))
+    want[1, :] = want[:, 1] = 0.5
+    want[1, 1] = 0.0
+    np.testing.assert_allclose(got[0, :, :, 0], want, atol=1e-7)

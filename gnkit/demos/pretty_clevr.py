@@ -67,6 +67,9 @@ class PrettyClevrConfig:
     steps: int = setting(8, minimum=1, help="RRN message-passing steps in training")
     batch_size: int = setting(128, minimum=1, help="questions per update")
     hidden: int = setting(96, minimum=1, help="width of every layer")
+    message_layers: int = setting(
+        2, minimum=1, help="layers of the RRN message MLP (the last is linear)"
+    )
     learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, cosine decay to 5%")
     train_scenes: int = setting(100_000, minimum=1)
     valid_scenes: int = setting(1_000, minimum=1)
@@ -152,6 +155,7 @@ class PrettyRRN(nn.Module):
     returns answer logits at every step, `[num_steps, B, 16]`. Jittable."""
 
     hidden: int
+    message_layers: int = 2
 
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array], num_steps: int) -> jax.Array:
@@ -178,7 +182,7 @@ class PrettyRRN(nn.Module):
         width = self.hidden
         node_outputs = RecurrentRelationalNetwork(
             encoder_features=(width, width),
-            message_features=(width, width),
+            message_features=(width,) * self.message_layers,
             update_features=(width,),
             readout_features=(width,),
             receivers_sorted=True,
@@ -189,8 +193,15 @@ class PrettyRRN(nn.Module):
         return MLP((width, task.NUM_ANSWERS), name="answer")(per_scene)
 
 
+def pair_distances(positions: jax.Array) -> jax.Array:
+    """The distance of every two objects, `[B, 8, 8, 1]`, from positions `[B, 8, 2]`. Jittable."""
+    offsets = positions[:, :, None] - positions[:, None]
+    return jnp.linalg.norm(offsets, axis=-1, keepdims=True)
+
+
 class PrettyRN(nn.Module):
-    """The relation network of the demo: logits `[1, B, 16]` (one step). Jittable."""
+    """The relation network of the demo: logits `[1, B, 16]` (one step). Its `g` sees each pair's
+    distance, as the RRN's messages do. Jittable."""
 
     hidden: int
 
@@ -202,9 +213,11 @@ class PrettyRN(nn.Module):
         network = RelationNetwork(
             pair_features=(self.hidden,) * 4,
             output_features=(self.hidden, self.hidden, task.NUM_ANSWERS),
+            use_edges=True,
             name="rn",
         )
-        return network.dense(objects, question)[None]
+        pairs = pair_distances(batch["positions"])
+        return network.dense(objects, question, pairs=pairs)[None]
 
 
 class PrettyMLP(nn.Module):
@@ -219,7 +232,7 @@ class PrettyMLP(nn.Module):
         positions = jnp.take_along_axis(batch["positions"], order[..., None], axis=1)
         colors = jnp.take_along_axis(batch["colors"], order, axis=1)
         is_anchor = jnp.take_along_axis(anchor_indicator(batch), order, axis=1)
-        distances = jnp.linalg.norm(positions[:, :, None] - positions[:, None], axis=-1)
+        distances = pair_distances(positions)
         num_scenes = positions.shape[0]
         table = jnp.concatenate(
             [
@@ -236,7 +249,9 @@ class PrettyMLP(nn.Module):
 
 def build_model(name: str, config: PrettyClevrConfig) -> nn.Module:
     """The flax module of model `name` (`rrn`, `rn` or `mlp`)."""
-    models = {"rrn": PrettyRRN, "rn": PrettyRN, "mlp": PrettyMLP}
+    if name == "rrn":
+        return PrettyRRN(hidden=config.hidden, message_layers=config.message_layers)
+    models = {"rn": PrettyRN, "mlp": PrettyMLP}
     return models[name](hidden=config.hidden)
 
 
