@@ -66,9 +66,9 @@ class PrettyClevrConfig:
     updates: int = setting(8_000, minimum=1, help="optimiser steps per model")
     steps: int = setting(8, minimum=1, help="RRN message-passing steps in training")
     batch_size: int = setting(128, minimum=1, help="questions per update")
-    hidden: int = setting(96, minimum=1, help="width of every layer")
+    hidden: int = setting(64, minimum=1, help="width of every layer")
     message_layers: int = setting(
-        2, minimum=1, help="layers of the RRN message MLP (the last is linear)"
+        3, minimum=1, help="layers of the RRN message MLP (the last is linear)"
     )
     learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, cosine decay to 5%")
     train_scenes: int = setting(100_000, minimum=1)
@@ -89,12 +89,18 @@ class PrettyClevrConfig:
             raise ValueError("monitor_scenes must be <= valid_scenes")
 
 
-# paper: the reference code's sizes and optimiser (hidden 128, 4 steps, Adam 1e-4, batch 128), no
-# curriculum; the paper gives no update count, 1,000,000 is a guess at its scale (an accelerator's).
+# paper: the reference code's sizes and optimiser (hidden 128, message MLP of 4 layers, 4 steps,
+# Adam 1e-4, batch 128), no curriculum; the paper gives no update count, 1,000,000 is a guess at its
+# scale (an accelerator's).
 CONFIGS = {
     "default": PrettyClevrConfig(),
     "paper": PrettyClevrConfig(
-        updates=1_000_000, steps=4, hidden=128, learning_rate=1e-4, curriculum=0.0
+        updates=1_000_000,
+        steps=4,
+        hidden=128,
+        message_layers=4,
+        learning_rate=1e-4,
+        curriculum=0.0,
     ),
     "tiny": PrettyClevrConfig(
         updates=6,
@@ -155,7 +161,7 @@ class PrettyRRN(nn.Module):
     returns answer logits at every step, `[num_steps, B, 16]`. Jittable."""
 
     hidden: int
-    message_layers: int = 2
+    message_layers: int = 3
 
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array], num_steps: int) -> jax.Array:
