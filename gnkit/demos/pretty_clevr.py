@@ -10,8 +10,8 @@ to compute themselves. Three models answer with one of 16 symbols:
   feature: the distance of the two objects), the question embedded into every node; at every
   step the node outputs are summed over the scene and an MLP reads the answer out; the loss is
   the mean over the steps. Trained with `steps` steps (8) and evaluated after each step 1..8.
-- `rn`: `nn.RelationNetwork`, one relational step: `g` over the 64 ordered object pairs with the
-  question, summed, then `f` (dense layout).
+- `rn`: `nn.RelationNetwork`, one relational step: `g` over the 64 ordered object pairs with
+  their distance (the RRN's edge feature) and the question, summed, then `f` (dense layout).
 - `mlp`: an MLP over the whole object table (objects in marker order: colours, anchor flags,
   positions, all pairwise distances) and the question.
 
