@@ -71,22 +71,26 @@ def test_bad_batch_size():
         nth_farthest.sample(np.random.default_rng(0), 0)
 
 
-def test_default_models_have_the_paper_sizes_counted_by_hand():
+@pytest.mark.parametrize(
+    ("preset", "heads", "head_size", "lstm_units", "rmc_total", "lstm_total"),
+    [("paper", 8, 32, 512, 1_329_160, 1_463_304), ("default", 4, 16, 160, 371_464, 369_288)],
+)
+def test_model_sizes_counted_by_hand(preset, heads, head_size, lstm_units, rmc_total, lstm_total):
     from gnkit.demos import nth_farthest as demo
 
-    config = demo.CONFIGS["default"]
-    memory = 8 * 32   # heads * head size
+    config = demo.CONFIGS[preset]
+    memory = heads * head_size
     rmc_core = (
         (40 + 1) * memory                         # input projection
-        + (memory + 1) * 8 * 3 * 32 + 2 * 8 * 3 * 32   # q, k, v projection and its LayerNorm
+        + (memory + 1) * 3 * memory + 2 * 3 * memory   # q, k, v projection and its LayerNorm
         + 2 * memory                              # LayerNorm after attention
         + 2 * (memory + 1) * memory + 2 * memory  # attention MLP and its LayerNorm
         + 2 * (memory + 1) * 2 * memory           # gates from the input and from the memory
     )
-    lstm_core = 4 * (40 * 512 + 512 * 512 + 512)
+    lstm_core = 4 * (40 * lstm_units + lstm_units * lstm_units + lstm_units)
     head = lambda width: (width + 1) * 256 + 3 * 257 * 256 + 257 * 8  # noqa: E731
-    assert demo.parameter_count("rmc", config) == rmc_core + head(8 * memory) == 1_329_160
-    assert demo.parameter_count("lstm", config) == lstm_core + head(512) == 1_463_304
+    assert demo.parameter_count("rmc", config) == rmc_core + head(8 * memory) == rmc_total
+    assert demo.parameter_count("lstm", config) == lstm_core + head(lstm_units) == lstm_total
 
 
 def test_model_answers_from_the_final_step_of_the_cell_unrolled_by_hand():
