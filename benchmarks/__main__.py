@@ -6,9 +6,10 @@
 
 Workloads (see `benchmarks/workloads.py`): W1 a graph-network step on Sudoku graphs, W1 x 8 the
 same step repeated with shared weights (`scan`), W2 a 3-layer GAT on molecule-sized graphs, W3 a
-2-layer GCN on one 1.2 M-edge graph, a sorted segment-sum bandwidth probe beside a memory copy,
-the Sudoku RRN (memory and compile time of 8 vs 64 remat steps, and the training throughput from
-`benchmarks/sudoku_rrn.py`) and the bucketed-padding stream (`benchmarks/bucketing.py`).
+2-layer GCN on one 1.2 M-edge graph, W4 a relation network on CLEVR-sized scenes and W5 the
+Sudoku recurrent relational network (`benchmarks/relational_workloads.py`), a sorted segment-sum
+bandwidth probe beside a memory copy, the Sudoku RRN's memory and compile time at 8 vs 64 remat
+steps and the bucketed-padding stream (`benchmarks/bucketing.py`).
 
 Every contender's forward output is checked against gnkit's on the same weights first. Then each
 contender is warmed up and timed `--reps` times, interleaved (one step of each in turn), and the
@@ -200,19 +201,6 @@ def rrn_memory(quick: bool) -> dict:
     return {"description": description, "rows": rows}
 
 
-def rrn_throughput(quick: bool, reps: int) -> dict | None:
-    """The Sudoku engineer's gnkit-vs-jraph training-step measurement, if present."""
-    if quick:
-        return {"skipped": "--quick (it compiles two paper-size models)"}
-    try:
-        from benchmarks import sudoku_rrn
-    except ImportError:
-        return None
-    batch, steps, reps = 16, 16, max(2, reps // 2)
-    result = sudoku_rrn.measure(batch, steps, reps)
-    return {"description": f"Sudoku RRN training step, batch {batch}, {steps} steps", **result}
-
-
 def bucketing_stream(quick: bool) -> dict | None:
     """Compiles and padding of a random batch stream (`benchmarks/bucketing.py`), if present."""
     try:
@@ -256,7 +244,6 @@ def run(args) -> dict:
     results["machine"]["torch_device"] = workloads.torch_device() if pyg else None
     selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
         "rrn",
-        "rn",
         "bucketing",
     ]
     for key in selected:
@@ -271,14 +258,6 @@ def run(args) -> dict:
         elif key == "rrn":
             results["rrn_memory"] = rrn_memory(args.quick)
             print_rrn_memory(results["rrn_memory"])
-            results["rrn_throughput"] = rrn_throughput(args.quick, args.reps)
-            print_rrn_throughput(results["rrn_throughput"])
-        elif key == "rn":
-            from benchmarks import relation_network
-
-            batch, width, reps = (4, 8, 1) if args.quick else (64, 128, args.reps)
-            results["relation_network"] = relation_network.measure(batch, width, reps)
-            print("\n" + relation_network.format_table(batch, width, results["relation_network"]))
         elif key == "bucketing":
             results["bucketing"] = bucketing_stream(args.quick)
             print_bucketing(results["bucketing"])
@@ -331,27 +310,6 @@ def print_rrn_memory(result: dict) -> None:
             f"x{rows[long]['compile_s'] / rows[short]['compile_s']:.2f}",
             flush=True,
         )
-
-
-def print_rrn_throughput(result: dict | None) -> None:
-    if result is None:
-        print("\nSudoku RRN throughput: benchmarks/sudoku_rrn.py not present, skipped")
-        return
-    if "skipped" in result:
-        print(f"\nSudoku RRN throughput: skipped in {result['skipped']}")
-        return
-    print(f"\n{result['description']}")
-    for name in ("gnkit", "jraph"):
-        row = result[name]
-        print(
-            f"{name:8s} {row['seconds_per_step'] * 1e3:10.1f} ms/step "
-            f"{row['puzzles_per_s']:8.2f} puzzles/s"
-        )
-    print(
-        f"jraph / gnkit step time: "
-        f"{result['jraph']['seconds_per_step'] / result['gnkit']['seconds_per_step']:.2f}",
-        flush=True,
-    )
 
 
 def print_bucketing(result: dict | None) -> None:
@@ -482,7 +440,7 @@ def _parse(argv):
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for the tests")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--reps", type=int, help="timed rounds (default 5, quick 2)")
-    parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,probe,rrn,rn,bucketing")
+    parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,w4,w5,probe,rrn,bucketing")
     parser.add_argument(
         "--malloc",
         choices=("all", "both", "default", "tuned", "hugepages", "opt-in", "current"),

@@ -1,7 +1,7 @@
 """The benchmark suite on whatever JAX backend is present (a GPU where there is one), written as
 JSON and a Markdown table into a directory.
 
-    python -m benchmarks.device OUTDIR [--quick] [--only w1,w1x8,w2,w3,probe,rrn,rn]
+    python -m benchmarks.device OUTDIR [--quick] [--only w1,w1x8,w2,w3,w4,w5,probe,rrn]
                                 [--reps 5] [--no-pyg] [--torch-threads 1] [--tolerance T]
 
 Made for a machine that reaches nothing outside itself: it downloads nothing and needs only
@@ -32,7 +32,7 @@ import jax  # noqa: E402
 
 from benchmarks import __main__ as suite  # noqa: E402
 
-DEFAULT_WORKLOADS = "w1,w1x8,w2,w3,probe,rrn,rn"
+DEFAULT_WORKLOADS = "w1,w1x8,w2,w3,w4,w5,probe,rrn"
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -829,10 +829,24 @@ def make_segment_probe(
     )
 
 
+def _relational(name: str) -> Callable[..., Workload]:
+    """A `make_*` of `benchmarks/relational_workloads.py`, imported when first called (that
+    module builds on this one)."""
+
+    def make(*args, **kwargs) -> Workload:
+        from benchmarks import relational_workloads
+
+        return getattr(relational_workloads, name)(*args, **kwargs)
+
+    return make
+
+
 WORKLOADS = {
     "w1": make_graph_network,
     "w1x8": make_recurrent_graph_network,
     "w2": make_gat,
     "w3": make_gcn,
+    "w4": _relational("make_relation_network"),
+    "w5": _relational("make_sudoku_rrn"),
     "probe": make_segment_probe,
 }

@@ -23,8 +23,9 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
         "W2 GAT",
         "W3 GCN",
         "segment-sum probe",
+        "W4 relation network",
+        "W5 Sudoku RRN",
         "RRN remat",
-        "Sudoku RRN throughput",
         "Bucketed padding",
         "Best setting vs best setting",
     ):
@@ -36,6 +37,8 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
         "W1 x 3 recurrent",
         "W2 GAT",
         "W3 GCN",
+        "W4 relation network",
+        "W5 Sudoku RRN",
         "segment-sum probe",
     }
     for workload in timed.values():
@@ -46,6 +49,8 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
     peers = {(row["workload"], row["peer"]) for row in result["summary"]}
     assert ("W1 graph network", "jraph") in peers
     assert ("W3 GCN", "jraph") in peers
+    assert ("W4 relation network", "jraph") in peers
+    assert ("W5 Sudoku RRN", "jraph") in peers
     for row in result["summary"]:
         assert row["speedup"] == pytest.approx(row["peer_best_s"] / row["gnkit_best_s"])
         assert row["speedup_default"] == pytest.approx(
