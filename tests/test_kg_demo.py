@@ -3,6 +3,8 @@ and one-line errors for bad triple files."""
 
 import json
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -33,6 +35,26 @@ def test_quick_training_writes_the_test_metrics(tmp_path, capsys):
                       "--model", "complex", "--json", "-"]) == 0
     again = json.loads(capsys.readouterr().out.split("\n", 4)[-1])
     assert again["mrr"] == pytest.approx(results["mrr"])
+
+
+@pytest.mark.parametrize("model, penalized", [("complex", True), ("distmult", True),
+                                               ("rotate", False), ("transe_l2", False)])
+def test_default_penalty_applies_to_multiplicative_models_only(model, penalized):
+    graph = demo.load_data("nations")
+    triples = jnp.asarray(graph.train[:16])
+    weights, key = jnp.ones(16), jax.random.key(0)
+
+    def loss_value(config):
+        module = demo.build_model(config, model, graph)
+        params = module.init(key, triples[:1, 0], triples[:1, 1], triples[:1, 2], None)
+        return float(demo.batch_loss(config, module, graph.num_entities, None)(
+            params, triples, weights, key))
+
+    config = demo.dataclasses.replace(demo.CONFIGS["quick"], regularization=0.5)
+    unpenalized = loss_value(demo.dataclasses.replace(config, regularization=0.0))
+    # N3 of non-zero embeddings is positive: it raises the loss exactly where it applies.
+    assert (loss_value(config) > unpenalized + 1e-6) == penalized
+    assert loss_value(demo.dataclasses.replace(config, penalized="all")) > unpenalized + 1e-6
 
 
 @pytest.mark.slow
