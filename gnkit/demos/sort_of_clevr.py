@@ -1,14 +1,19 @@
 """Sort-of-CLEVR from pixels: a CNN + relation network vs a CNN + MLP (Santoro et al., 2017).
 
 Images and questions from `gnkit.tasks.sort_of_clevr` (6 objects, 10 relational and 10
-non-relational questions per image). Both models share the image encoder: `conv_layers` 3x3
-convolutions of stride 2 with `conv_channels` channels and ReLU, which turn a 75x75 image into a
-5x5 feature map. Each image is encoded once and all its 20 questions are answered from the same
-map.
+non-relational questions per image). Both models share the image encoder: 3x3 convolutions with
+the strides of `conv_strides`, `conv_channels` channels, instance normalisation (when
+`normalize_cnn`) and ReLU, which turn a 75x75 image into a small feature map (4x4 for strides
+2, 2, 2, 3; 5x5 for four of 2). Each image is encoded once and all its 20 questions are answered
+from the same map. With `balance_question` the question vector (one-hot colour, relational flag,
+type) is multiplied by the square root of the number of image features that enter the same layer
+(the RN's object features; the MLP's whole map), so that at initialisation it moves that layer as
+much as the image does.
 
-- `rn`: the 25 cells of the map, each tagged with its `(x, y)` coordinates in [-1, 1], are the
-  objects of `nn.RelationNetwork` (dense layout, factorised first layer): `g` over the 625
-  ordered cell pairs with the question vector, summed, then `f` to the 10 answers.
+- `rn`: the cells of the map, each tagged with its `(x, y)` coordinates in [-1, 1], are the
+  objects of a relation network: `g` over all ordered cell pairs with the question vector, summed
+  (`nn.RelationNetwork.dense`) or averaged (`pair_reduction="mean"`, `CellRelationNetwork`), then
+  `f` to the 10 answers.
 - `mlp`: the flattened map and the question through an MLP (the paper's CNN+MLP baseline).
 
 `gnkit sort-of-clevr train` generates the data set (cached in the run directory as
@@ -59,9 +64,16 @@ class SortOfClevrConfig:
     images_per_batch: int = setting(
         4, minimum=1, help="images per update, each with its 20 questions"
     )
-    conv_layers: int = setting(4, minimum=1, help="stride-2 3x3 convolutions of the encoder")
+    conv_strides: tuple[int, ...] = setting(
+        (2, 2, 2, 2), minimum=1, help="strides of the encoder's 3x3 convolutions, one a layer"
+    )
     conv_channels: int = setting(24, minimum=1)
+    normalize_cnn: bool = setting(False, help="instance normalisation after each convolution")
+    balance_question: bool = setting(
+        False, help="scale the question by sqrt(image features entering the same layer)"
+    )
     pair_features: tuple[int, ...] = setting((64, 64, 64), minimum=1, help="RN's g")
+    pair_reduction: Literal["sum", "mean"] = setting("sum", help="RN: pool g over the pairs")
     output_features: tuple[int, ...] = setting(
         (256, 256), minimum=1, help="RN's f before the answer layer"
     )
@@ -88,7 +100,10 @@ CONFIGS = {
     # 3 images (60 questions) per update, near its batch of 64; the update count (about 60
     # epochs) is a guess at an accelerator's budget, the paper gives none.
     "paper": SortOfClevrConfig(
-        updates=200_000, images_per_batch=3, pair_features=(256,) * 4, learning_rate=2.5e-4
+        updates=200_000,
+        images_per_batch=3,
+        pair_features=(256,) * 4,
+        learning_rate=2.5e-4,
     ),
     "tiny": SortOfClevrConfig(
         updates=6,
@@ -119,18 +134,24 @@ def question_features(color: jax.Array, relational: jax.Array, kind: jax.Array) 
 
 
 class ImageEncoder(nn.Module):
-    """`layers` 3x3 convolutions of stride 2 with ReLU: uint8 images `[B, 75, 75, 3]` to a
-    feature map `[B, h, w, channels]` (5x5 after 4 layers). The pixels enter as ink,
+    """3x3 convolutions with the given `strides`, each followed (when `normalize`) by instance
+    normalisation (each channel of each image to mean 0, variance 1 over the map, with a learnt
+    scale and offset; it needs no batch statistics) and ReLU: uint8 images `[B, 75, 75, 3]` to a
+    feature map `[B, h, w, channels]` (4x4 for strides 2, 2, 2, 3). The pixels enter as ink,
     `1 - value / 255`, so the white background is 0. Jittable."""
 
-    layers: int
+    strides: tuple[int, ...]
     channels: int
+    normalize: bool = True
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         hidden = 1.0 - images.astype(jnp.float32) / 255.0
-        for _ in range(self.layers):
-            hidden = nn.relu(nn.Conv(self.channels, (3, 3), strides=2, padding="SAME")(hidden))
+        for stride in self.strides:
+            hidden = nn.Conv(self.channels, (3, 3), strides=stride, padding="SAME")(hidden)
+            if self.normalize:
+                hidden = nn.GroupNorm(num_groups=None, group_size=1)(hidden)
+            hidden = nn.relu(hidden)
         return hidden
 
 
@@ -146,6 +167,40 @@ def cells_as_objects(feature_map: jax.Array) -> jax.Array:
     return objects.reshape(batch, height * width, channels + 2)
 
 
+class CellRelationNetwork(nn.Module):
+    """A relation network over the objects of each image for each of its questions:
+    `f(reduce_{i,j} g(o_i, o_j, q))` over all ordered pairs `(i, j)`, `i = j` included, with
+    `reduce` the mean (or the sum) over the `n^2` pairs. Objects `[B, n, F]`, questions
+    `[B, Q, D]`; returns `[B, Q, output_features[-1]]`.
+
+    The first layer of `g` is factorised as in `nn.RelationNetwork` (`A o_i + B o_j + C q + b`),
+    and the object projections are shared by the questions of an image. It is `nn.RelationNetwork`
+    (whose sum is unscaled) but for the mean: with the sum, the input of `f` grows with the
+    `n^2` pairs. Jittable."""
+
+    pair_features: tuple[int, ...]
+    output_features: tuple[int, ...]
+    reduction: Literal["mean", "sum"] = "mean"
+
+    @nn.compact
+    def __call__(self, objects: jax.Array, questions: jax.Array) -> jax.Array:
+        first = self.pair_features[0]
+        receiver = nn.Dense(first, use_bias=False, name="pair_0_receiver")(objects)
+        sender = nn.Dense(first, use_bias=False, name="pair_0_sender")(objects)
+        question = nn.Dense(first, name="pair_0_question")(questions)
+        hidden = nn.relu(
+            receiver[:, None, :, None, :]
+            + sender[:, None, None, :, :]
+            + question[:, :, None, None, :]
+        )
+        for index, width in enumerate(self.pair_features[1:], start=1):
+            hidden = nn.relu(nn.Dense(width, name=f"pair_{index}")(hidden))
+        pooled = hidden.sum(axis=(2, 3))
+        if self.reduction == "mean":
+            pooled = pooled / (objects.shape[1] ** 2)
+        return MLP(self.output_features, name="output")(pooled)
+
+
 class CnnRelationNetwork(nn.Module):
     """CNN + RN: answer logits `[B, Q, 10]` for a batch of images `[B, 75, 75, 3]` and their
     questions `[B, Q]` (see `make_batch`). Jittable."""
@@ -155,17 +210,18 @@ class CnnRelationNetwork(nn.Module):
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
         config = self.config
-        feature_map = ImageEncoder(config.conv_layers, config.conv_channels, name="cnn")(
-            batch["images"]
-        )
+        feature_map = ImageEncoder(
+            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn, name="cnn"
+        )(batch["images"])
         objects = cells_as_objects(feature_map)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
+        if config.balance_question:
+            questions = questions * np.sqrt(objects.shape[-1])
+        features = (tuple(config.pair_features), (*config.output_features, task.NUM_ANSWERS))
+        if config.pair_reduction == "mean":
+            return CellRelationNetwork(*features, reduction="mean", name="rn")(objects, questions)
         num_images, num_questions = questions.shape[:2]
-        network = RelationNetwork(
-            pair_features=tuple(config.pair_features),
-            output_features=(*config.output_features, task.NUM_ANSWERS),
-            name="rn",
-        )
+        network = RelationNetwork(*features, name="rn")
         per_question = jnp.repeat(objects, num_questions, axis=0)
         logits = network.dense(per_question, questions.reshape(num_images * num_questions, -1))
         return logits.reshape(num_images, num_questions, task.NUM_ANSWERS)
@@ -180,12 +236,14 @@ class CnnMLP(nn.Module):
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
         config = self.config
-        feature_map = ImageEncoder(config.conv_layers, config.conv_channels, name="cnn")(
-            batch["images"]
-        )
+        feature_map = ImageEncoder(
+            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn, name="cnn"
+        )(batch["images"])
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         num_images, num_questions = questions.shape[:2]
         flat = feature_map.reshape(num_images, 1, -1)
+        if config.balance_question:
+            questions = questions * np.sqrt(flat.shape[-1])
         flat = jnp.broadcast_to(flat, (num_images, num_questions, flat.shape[-1]))
         mlp = MLP((*config.mlp_features, task.NUM_ANSWERS), name="mlp")
         return mlp(jnp.concatenate([flat, questions], axis=-1))
