@@ -166,19 +166,87 @@ def test_question_features_match_the_task_encoding(data):
     np.testing.assert_array_equal(np.asarray(got), want)
 
 
+_OPTIONS = {"conv_strides": (2, 2, 2, 3), "normalize_cnn": True, "balance_question": True,
+            "pair_reduction": "mean"}
+
+
+@pytest.mark.parametrize("options", [{}, _OPTIONS], ids=["default", "options"])
 @pytest.mark.parametrize("name", ["rn", "mlp"])
-def test_each_answer_depends_only_on_its_own_image_and_question(data, name):
+def test_each_answer_depends_only_on_its_own_image_and_question(data, name, options):
     import jax
 
     from gnkit.demos import sort_of_clevr as demo
 
-    model = demo.build_model(name, _tiny())
+    model = demo.build_model(name, _tiny(**options))
     batch = demo.image_batch(data, np.array([0, 1, 2]))
     params = model.init(jax.random.key(0), batch)
     logits = np.asarray(model.apply(params, batch))
     assert logits.shape == (3, 20, 10)
     part = {key: value[1:2] if key == "images" else value[1:2, 4:9] for key, value in batch.items()}
     np.testing.assert_allclose(model.apply(params, part), logits[1:2, 4:9], rtol=1e-5, atol=1e-5)
+
+
+def test_cell_relation_network_is_the_library_rn_summed_or_averaged():
+    """The demo's RN with the same weights as `nn.RelationNetwork.dense`: equal with the sum,
+    and `1 / n^2` of the pair sum with the mean."""
+    import jax
+
+    from gnkit.demos.sort_of_clevr import CellRelationNetwork
+    from gnkit.nn import RelationNetwork
+
+    rng = np.random.default_rng(0)
+    objects = rng.normal(size=(2, 5, 4)).astype(np.float32)
+    questions = rng.normal(size=(2, 3, 6)).astype(np.float32)
+    library = RelationNetwork(pair_features=(8, 8), output_features=(7, 3))
+    flat_objects = np.repeat(objects, 3, axis=0)
+    flat_questions = questions.reshape(6, 6)
+    params = library.init(jax.random.key(1), flat_objects, flat_questions, method="dense")
+    weights = params["params"]
+    sender, receiver = np.split(np.asarray(weights["pair_0_objects"]["kernel"]), 2, axis=1)
+    mine = {
+        "pair_0_receiver": {"kernel": receiver},
+        "pair_0_sender": {"kernel": sender},
+        "pair_0_question": {"kernel": weights["pair_0_question"]["kernel"],
+                            "bias": weights["pair_0_bias"]},
+        "pair_1": weights["pair_1"],
+        "output": weights["output"],
+    }
+    want = np.asarray(library.apply(params, flat_objects, flat_questions, method="dense"))
+    summed = CellRelationNetwork((8, 8), (7, 3), reduction="sum")
+    got = np.asarray(summed.apply({"params": mine}, objects, questions)).reshape(6, 3)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # NumPy: f of the pair sum (the library's output) and of the pair mean (over 25 pairs).
+    pair_sum = _pair_sum(objects, questions, mine)
+    np.testing.assert_allclose(_mlp(pair_sum, weights["output"]).reshape(6, 3), want,
+                                rtol=1e-4, atol=1e-5)
+    averaged = CellRelationNetwork((8, 8), (7, 3), reduction="mean")
+    got_mean = np.asarray(averaged.apply({"params": mine}, objects, questions)).reshape(6, 3)
+    want_mean = _mlp(pair_sum / 25.0, weights["output"]).reshape(6, 3)
+    np.testing.assert_allclose(got_mean, want_mean, rtol=1e-4, atol=1e-5)
+
+
+def _pair_sum(objects, questions, params):
+    """NumPy: the sum over the ordered pairs of `g`, `[B, Q, H]`."""
+    receiver = objects @ np.asarray(params["pair_0_receiver"]["kernel"])
+    sender = objects @ np.asarray(params["pair_0_sender"]["kernel"])
+    question = questions @ np.asarray(params["pair_0_question"]["kernel"]) + np.asarray(
+        params["pair_0_question"]["bias"])
+    first = receiver[:, None, :, None] + sender[:, None, None, :] + question[:, :, None, None]
+    hidden = np.maximum(first, 0)
+    layer = params["pair_1"]
+    hidden = np.maximum(hidden @ np.asarray(layer["kernel"]) + np.asarray(layer["bias"]), 0)
+    return hidden.sum(axis=(2, 3))
+
+
+def _mlp(inputs, params):
+    """NumPy: ReLU between dense layers, none after the last."""
+    names = sorted(params, key=lambda name: int(name.split("_")[1]))
+    hidden = inputs
+    for index, name in enumerate(names):
+        hidden = hidden @ np.asarray(params[name]["kernel"]) + np.asarray(params[name]["bias"])
+        if index < len(names) - 1:
+            hidden = np.maximum(hidden, 0)
+    return hidden
 
 
 def test_batches_go_through_each_image_once_per_epoch(data):
