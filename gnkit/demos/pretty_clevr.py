@@ -1,4 +1,4 @@
-"""Pretty-CLEVR: an RRN answers n-jump questions after n steps; a relation network and an MLP fail.
+"""Pretty-CLEVR: an RRN answers n-jump questions after about n steps; an RN one jump, an MLP none.
 
 The diagnostic of Palm et al. (2018), on state descriptions (see `gnkit.tasks.pretty_clevr`).
 Every object is `[position, one-hot colour, one-hot marker]`; the question is the one-hot anchor
