@@ -64,24 +64,24 @@ def test_fast_allocator_after_jax_started_warns():
 
 
 _FIT_SCRIPT = """
-import json, resource
+import json, resource, statistics
 import jax, jax.numpy as jnp
 from gnkit import train
 x = jnp.ones((10_000_000,), jnp.float32)
 step = jax.jit(lambda x: x * 2.0 + 1.0)
 
-def faults_per_call():
-    for _ in range(5):
+def median_faults_per_call():
+    counts = []
+    for _ in range(15):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         step(x).block_until_ready()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(10):
-        step(x).block_until_ready()
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
+        counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return statistics.median(counts)
 
-before_fit = faults_per_call()
+before_fit = median_faults_per_call()
 state = train.TrainingState(params=jnp.zeros(()), opt_state=())
 train.fit(state, lambda p, o, b: (p, o, {}), lambda step: None, 1, progress=False)
-print(json.dumps({"before_fit": before_fit, "after_fit": faults_per_call()}))
+print(json.dumps({"before_fit": before_fit, "after_fit": median_faults_per_call()}))
 """
 
 
@@ -95,11 +95,13 @@ def _faults_around_fit(system_malloc: bool) -> dict:
 
 @pytest.mark.skipif(tuning._mallopt() is None, reason="needs glibc")
 def test_fit_stops_the_page_faults_of_buffers_under_64_mb():
-    # A 40 MB output is 9,766 pages of 4 KB: faulted in afresh each call until `fit` has run
-    # (JAX started before it, so only buffers up to a worker arena's 64 MB are helped).
+    # A 40 MB output is 9,766 pages of 4 KB: faulted in afresh on every call until `fit` has run
+    # (JAX started before it, so only buffers up to a worker arena's 64 MB are helped). After it,
+    # a call faults only while some worker thread's arena first grows to hold the buffer, so the
+    # median call of 15 faults on no page.
     fast = _faults_around_fit(system_malloc=False)
     assert fast["before_fit"] > 8_000
-    assert fast["after_fit"] < 2_000  # at most one call in ten still grows an arena
+    assert fast["after_fit"] < 100
     untouched = _faults_around_fit(system_malloc=True)
     assert untouched["after_fit"] > 8_000
 
