@@ -131,6 +131,11 @@ def rotation(phases: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.cos(phases), jnp.sin(phases)], axis=-1)
 
 
+def _rotated(entities: jax.Array, phases: jax.Array) -> jax.Array:
+    """Complex entities `[..., 2 * dim]` each multiplied by `exp(i * phases)`, same layout."""
+    return jnp.concatenate(_complex_product(entities, rotation(phases)), axis=-1)
+
+
 def _modulus_sum(difference_re: jax.Array, difference_im: jax.Array, axis: int = -1) -> jax.Array:
     return jnp.sum(_safe_sqrt(difference_re**2 + difference_im**2), axis=axis)
 
@@ -154,33 +159,30 @@ def _rotate_to_all(queries: jax.Array, entities: jax.Array) -> jax.Array:
 
 def rotate_tails(heads, phases, entities) -> jax.Array:
     """RotatE with every entity as the tail: `-> [B, E]` (a `[B, E, dim]` difference)."""
-    return _rotate_to_all(jnp.concatenate(_complex_product(heads, rotation(phases)), -1), entities)
+    return _rotate_to_all(_rotated(heads, phases), entities)
 
 
 def rotate_heads(phases, tails, entities) -> jax.Array:
     """RotatE with every entity as the head: as `|r| = 1`, `|h r - t| = |h - t conj(r)|`,
     `-> [B, E]`."""
-    return _rotate_to_all(jnp.concatenate(_complex_product(tails, rotation(-phases)), -1), entities)
+    return _rotate_to_all(_rotated(tails, -phases), entities)
 
 
 def rotate_l2(heads: jax.Array, phases: jax.Array, tails: jax.Array) -> jax.Array:
     """RotatE with the Euclidean norm, PyKEEN's `RotatE`: `-sqrt(sum_k |h_k exp(i phase_k) -
     t_k|^2)`, complex entities `[B, 2 * dim]` and phases `[B, dim]` -> `[B]`."""
-    rotated = jnp.concatenate(_complex_product(heads, rotation(phases)), axis=-1)
-    return -_distance(rotated - tails, 2)
+    return -_distance(_rotated(heads, phases) - tails, 2)
 
 
 def rotate_l2_tails(heads, phases, entities) -> jax.Array:
     """`rotate_l2` with every entity as the tail, one matmul: `-> [B, E]`."""
-    rotated = jnp.concatenate(_complex_product(heads, rotation(phases)), axis=-1)
-    return -_distance_to_all(rotated, entities, 2)
+    return -_distance_to_all(_rotated(heads, phases), entities, 2)
 
 
 def rotate_l2_heads(phases, tails, entities) -> jax.Array:
     """`rotate_l2` with every entity as the head (`|h r - t| = |h - t conj(r)|`), one matmul:
     `-> [B, E]`."""
-    unrotated = jnp.concatenate(_complex_product(tails, rotation(-phases)), axis=-1)
-    return -_distance_to_all(unrotated, entities, 2)
+    return -_distance_to_all(_rotated(tails, -phases), entities, 2)
 
 
 @dataclasses.dataclass(frozen=True)
