@@ -2,6 +2,7 @@
 pictures checked pixel by pixel, scene invariants, the data cache) and for the sort-of-clevr demo
 (models, batches, a short training run, the command line)."""
 
+import collections
 import dataclasses
 import json
 import math
@@ -168,9 +169,11 @@ def test_question_features_match_the_task_encoding(data):
 
 _OPTIONS = {"conv_strides": (2, 2, 2, 3), "normalize_cnn": True, "balance_question": True,
             "pair_reduction": "mean"}
+_BATCH_NORM = {"batch_norm": True, "pair_geometry": True, "pair_reduction": "sum"}
 
 
-@pytest.mark.parametrize("options", [{}, _OPTIONS], ids=["default", "options"])
+@pytest.mark.parametrize("options", [{}, _OPTIONS, _BATCH_NORM],
+                         ids=["default", "options", "batch-norm"])
 @pytest.mark.parametrize("name", ["rn", "mlp"])
 def test_each_answer_depends_only_on_its_own_image_and_question(data, name, options):
     import jax
@@ -225,6 +228,70 @@ def test_cell_relation_network_is_the_library_rn_summed_or_averaged():
     np.testing.assert_allclose(got_mean, want_mean, rtol=1e-4, atol=1e-5)
 
 
+def test_pair_geometry_by_hand():
+    from gnkit.demos.sort_of_clevr import pair_geometry
+
+    coordinates = np.array([[0.0, 0.0], [3.0, 4.0], [-1.0, 0.0]], np.float32)
+    geometry = np.asarray(pair_geometry(coordinates))
+    assert geometry.shape == (3, 3, 3)
+    np.testing.assert_allclose(geometry[0, 1], [3.0, 4.0, 5.0])  # receiver 0, sender 1
+    np.testing.assert_allclose(geometry[1, 2], [-4.0, -4.0, np.sqrt(32.0)], rtol=1e-6)
+    np.testing.assert_allclose(geometry[2, 0], [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(geometry[1, 1], [0.0, 0.0, 0.0])
+
+
+def test_pair_geometry_enters_the_first_layer_of_g():
+    """With geometry, g's first layer adds `W (dx, dy, distance)` of each cell pair: NumPy."""
+    import jax
+
+    from gnkit.demos.sort_of_clevr import CellRelationNetwork, pair_geometry
+
+    rng = np.random.default_rng(2)
+    objects = rng.normal(size=(2, 4, 5)).astype(np.float32)
+    questions = rng.normal(size=(2, 3, 6)).astype(np.float32)
+    network = CellRelationNetwork((8, 8), (7, 3), reduction="sum", geometry=True)
+    params = network.init(jax.random.key(0), objects, questions)["params"]
+    got = np.asarray(network.apply({"params": params}, objects, questions))
+    geometry = np.asarray(pair_geometry(objects[0, :, -2:]))
+    extra = geometry @ np.asarray(params["pair_0_geometry"]["kernel"])  # [n, n, 8]
+    receiver = objects @ np.asarray(params["pair_0_receiver"]["kernel"])
+    sender = objects @ np.asarray(params["pair_0_sender"]["kernel"])
+    question = questions @ np.asarray(params["pair_0_question"]["kernel"]) + np.asarray(
+        params["pair_0_question"]["bias"])
+    first = (receiver[:, None, :, None] + sender[:, None, None, :] + extra[None, None]
+             + question[:, :, None, None])
+    layer = params["pair_1"]
+    hidden = np.maximum(np.maximum(first, 0) @ np.asarray(layer["kernel"])
+                        + np.asarray(layer["bias"]), 0)
+    want = _mlp(hidden.sum(axis=(2, 3)), params["output"])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_is_calibrated_on_training_images(data):
+    """Test-mode batch norm uses the mean and variance, over the calibration images and the map's
+    cells, of each channel of the convolution before it (NumPy for the first convolution)."""
+    import jax
+
+    from gnkit.demos import sort_of_clevr as demo
+
+    config = _tiny(batch_norm=True)
+    model = demo.build_model("rn", config)
+    params = model.init(jax.random.key(0), demo.image_batch(data, np.arange(2)))
+    tuned = demo.calibrated("rn", config, params, data)
+    kernel = np.asarray(params["params"]["cnn"]["Conv_0"]["kernel"])  # [3, 3, 3, C]
+    bias = np.asarray(params["params"]["cnn"]["Conv_0"]["bias"])
+    ink = 1.0 - data["images"][: demo.CALIBRATION_IMAGES].astype(np.float64) / 255.0
+    padded = np.pad(ink, ((0, 0), (1, 1), (1, 1), (0, 0)))  # SAME, stride 2: 75 -> 38
+    conv = bias + sum(
+        padded[:, dy : dy + 75 : 2, dx : dx + 75 : 2] @ kernel[dy, dx]
+        for dy in range(3) for dx in range(3)
+    )
+    stats = tuned["batch_stats"]["cnn"]["BatchNorm_0"]
+    np.testing.assert_allclose(stats["mean"], conv.mean(axis=(0, 1, 2)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(stats["var"], conv.var(axis=(0, 1, 2)), rtol=1e-3, atol=1e-5)
+    assert demo.calibrated("rn", _tiny(), params, data) is params  # no batch norm: unchanged
+
+
 def _pair_sum(objects, questions, params):
     """NumPy: the sum over the ordered pairs of `g`, `[B, Q, H]`."""
     receiver = objects @ np.asarray(params["pair_0_receiver"]["kernel"])
@@ -262,6 +329,24 @@ def test_batches_go_through_each_image_once_per_epoch(data):
     assert images[:10] != images[10:]  # each epoch in its own order
     resumed = demo.make_batch(_tiny(images_per_batch=4), train)(3)  # a pure function of the step
     np.testing.assert_array_equal(resumed["images"], batches(3)["images"])
+
+
+def test_questions_per_image_draws_distinct_questions_of_each_image(data):
+    from gnkit.demos import sort_of_clevr as demo
+
+    train = {key: value[:10] for key, value in data.items()}
+    config = _tiny(images_per_batch=4, questions_per_image=3)
+    full = demo.make_batch(_tiny(images_per_batch=4), train)(2)
+    batch = demo.make_batch(config, train)(2)
+    np.testing.assert_array_equal(batch["images"], full["images"])
+    assert batch["answer"].shape == (4, 3)
+    rows = np.stack([full[key] for key in ("color", "relational", "kind", "answer")], -1)
+    picked = np.stack([batch[key] for key in ("color", "relational", "kind", "answer")], -1)
+    for image in range(4):  # 3 of the image's 20 questions, none taken twice
+        available = collections.Counter(map(tuple, rows[image].tolist()))
+        taken = collections.Counter(map(tuple, picked[image].tolist()))
+        assert all(available[question] >= count for question, count in taken.items())
+    np.testing.assert_array_equal(demo.make_batch(config, train)(2)["kind"], batch["kind"])
 
 
 def test_a_short_training_run_lowers_the_loss():

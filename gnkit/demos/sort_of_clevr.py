@@ -61,19 +61,26 @@ class SortOfClevrConfig:
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
     updates: int = setting(10_000, minimum=1, help="optimiser steps per model")
-    images_per_batch: int = setting(
-        4, minimum=1, help="images per update, each with its 20 questions"
+    images_per_batch: int = setting(4, minimum=1, help="images per update")
+    questions_per_image: int = setting(
+        20, minimum=1, help="questions of each image per update (at most 20), drawn at random"
     )
     conv_strides: tuple[int, ...] = setting(
         (2, 2, 2, 2), minimum=1, help="strides of the encoder's 3x3 convolutions, one a layer"
     )
     conv_channels: int = setting(24, minimum=1)
     normalize_cnn: bool = setting(False, help="instance normalisation after each convolution")
+    batch_norm: bool = setting(
+        False, help="batch normalisation after each convolution (replaces normalize_cnn)"
+    )
     balance_question: bool = setting(
         False, help="scale the question by sqrt(image features entering the same layer)"
     )
     pair_features: tuple[int, ...] = setting((64, 64, 64), minimum=1, help="RN's g")
     pair_reduction: Literal["sum", "mean"] = setting("sum", help="RN: pool g over the pairs")
+    pair_geometry: bool = setting(
+        False, help="RN: g also sees each cell pair's offset and distance (not in the paper)"
+    )
     output_features: tuple[int, ...] = setting(
         (256, 256), minimum=1, help="RN's f before the answer layer"
     )
@@ -92,6 +99,8 @@ class SortOfClevrConfig:
             raise ValueError(f"models must name each of {MODEL_NAMES} at most once")
         if not self.pair_features:
             raise ValueError("pair_features must have at least one layer")
+        if self.questions_per_image > task.QUESTIONS_PER_IMAGE:
+            raise ValueError(f"questions_per_image must be at most {task.QUESTIONS_PER_IMAGE}")
 
 
 CONFIGS = {
@@ -138,18 +147,27 @@ class ImageEncoder(nn.Module):
     normalisation (each channel of each image to mean 0, variance 1 over the map, with a learnt
     scale and offset; it needs no batch statistics) and ReLU: uint8 images `[B, 75, 75, 3]` to a
     feature map `[B, h, w, channels]` (4x4 for strides 2, 2, 2, 3). The pixels enter as ink,
-    `1 - value / 255`, so the white background is 0. Jittable."""
+    `1 - value / 255`, so the white background is 0.
+
+    With `batch_norm` each convolution is followed by batch normalisation instead: with
+    `train`, each channel is normalised by its mean and variance over the batch's images and
+    cells; otherwise by the `batch_stats` collection, which `calibrated` sets to the statistics
+    of a fixed batch of training images (momentum 0: one train-mode pass stores that batch's
+    statistics). Jittable."""
 
     strides: tuple[int, ...]
     channels: int
     normalize: bool = True
+    batch_norm: bool = False
 
     @nn.compact
-    def __call__(self, images: jax.Array) -> jax.Array:
+    def __call__(self, images: jax.Array, train: bool = False) -> jax.Array:
         hidden = 1.0 - images.astype(jnp.float32) / 255.0
         for stride in self.strides:
             hidden = nn.Conv(self.channels, (3, 3), strides=stride, padding="SAME")(hidden)
-            if self.normalize:
+            if self.batch_norm:
+                hidden = nn.BatchNorm(use_running_average=not train, momentum=0.0)(hidden)
+            elif self.normalize:
                 hidden = nn.GroupNorm(num_groups=None, group_size=1)(hidden)
             hidden = nn.relu(hidden)
         return hidden
@@ -167,6 +185,14 @@ def cells_as_objects(feature_map: jax.Array) -> jax.Array:
     return objects.reshape(batch, height * width, channels + 2)
 
 
+def pair_geometry(coordinates: jax.Array) -> jax.Array:
+    """For the cells at `coordinates` `[n, 2]`, each ordered pair's offset and distance
+    `[n, n, 3]`: `(x_s - x_r, y_s - y_r, |s - r|)` for receiver `r` and sender `s`. Jittable."""
+    offsets = coordinates[None, :, :] - coordinates[:, None, :]
+    distances = jnp.sqrt(jnp.sum(offsets**2, axis=-1, keepdims=True))
+    return jnp.concatenate([offsets, distances], axis=-1)
+
+
 class CellRelationNetwork(nn.Module):
     """A relation network over the objects of each image for each of its questions:
     `f(reduce_{i,j} g(o_i, o_j, q))` over all ordered pairs `(i, j)`, `i = j` included, with
@@ -181,6 +207,7 @@ class CellRelationNetwork(nn.Module):
     pair_features: tuple[int, ...]
     output_features: tuple[int, ...]
     reduction: Literal["mean", "sum"] = "mean"
+    geometry: bool = False
 
     @nn.compact
     def __call__(self, objects: jax.Array, questions: jax.Array) -> jax.Array:
@@ -188,11 +215,11 @@ class CellRelationNetwork(nn.Module):
         receiver = nn.Dense(first, use_bias=False, name="pair_0_receiver")(objects)
         sender = nn.Dense(first, use_bias=False, name="pair_0_sender")(objects)
         question = nn.Dense(first, name="pair_0_question")(questions)
-        hidden = nn.relu(
-            receiver[:, None, :, None, :]
-            + sender[:, None, None, :, :]
-            + question[:, :, None, None, :]
-        )
+        pairs = receiver[:, :, None, :] + sender[:, None, :, :]
+        if self.geometry:
+            geometry = pair_geometry(objects[0, :, -2:])
+            pairs = pairs + nn.Dense(first, use_bias=False, name="pair_0_geometry")(geometry)
+        hidden = nn.relu(pairs[:, None] + question[:, :, None, None, :])
         for index, width in enumerate(self.pair_features[1:], start=1):
             hidden = nn.relu(nn.Dense(width, name=f"pair_{index}")(hidden))
         pooled = hidden.sum(axis=(2, 3))
@@ -208,18 +235,22 @@ class CnnRelationNetwork(nn.Module):
     config: SortOfClevrConfig
 
     @nn.compact
-    def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
+    def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
         feature_map = ImageEncoder(
-            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn, name="cnn"
-        )(batch["images"])
+            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn,
+            config.batch_norm, name="cnn",
+        )(batch["images"], train)
         objects = cells_as_objects(feature_map)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         if config.balance_question:
             questions = questions * np.sqrt(objects.shape[-1])
         features = (tuple(config.pair_features), (*config.output_features, task.NUM_ANSWERS))
-        if config.pair_reduction == "mean":
-            return CellRelationNetwork(*features, reduction="mean", name="rn")(objects, questions)
+        if config.pair_reduction == "mean" or config.pair_geometry:
+            network = CellRelationNetwork(
+                *features, config.pair_reduction, config.pair_geometry, name="rn"
+            )
+            return network(objects, questions)
         num_images, num_questions = questions.shape[:2]
         network = RelationNetwork(*features, name="rn")
         per_question = jnp.repeat(objects, num_questions, axis=0)
@@ -234,11 +265,12 @@ class CnnMLP(nn.Module):
     config: SortOfClevrConfig
 
     @nn.compact
-    def __call__(self, batch: dict[str, jax.Array]) -> jax.Array:
+    def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
         feature_map = ImageEncoder(
-            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn, name="cnn"
-        )(batch["images"])
+            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn,
+            config.batch_norm, name="cnn",
+        )(batch["images"], train)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         num_images, num_questions = questions.shape[:2]
         flat = feature_map.reshape(num_images, 1, -1)
@@ -280,6 +312,7 @@ def make_batch(config: SortOfClevrConfig, train: dict[str, np.ndarray]) -> Calla
     its own random order. A pure function of the step, so a resumed run sees the same batches.
     Host."""
     num_images, size = len(train["images"]), config.images_per_batch
+    per_image = config.questions_per_image
 
     def batch(step: int) -> dict[str, np.ndarray]:
         positions = np.arange(step * size, (step + 1) * size)
@@ -289,7 +322,13 @@ def make_batch(config: SortOfClevrConfig, train: dict[str, np.ndarray]) -> Calla
             for epoch in np.unique(epochs)
         }
         images = np.array([orders[e][o] for e, o in zip(epochs, offsets, strict=True)])
-        return image_batch(train, images)
+        full = image_batch(train, images)
+        if per_image == task.QUESTIONS_PER_IMAGE:
+            return full
+        rng = np.random.default_rng([config.seed, 2_000, step])
+        chosen = np.argsort(rng.random((size, task.QUESTIONS_PER_IMAGE)), axis=1)[:, :per_image]
+        questions = {key: np.take_along_axis(full[key], chosen, 1) for key in _QUESTION_KEYS}
+        return {"images": full["images"], **questions}
 
     return batch
 
@@ -299,7 +338,7 @@ def loss_fn(model: nn.Module):
     batch; accuracy on its relational and non-relational questions. Jittable."""
 
     def loss(params, batch):
-        logits = model.apply(params, batch)
+        logits = model.apply(params, batch, train=True, mutable=["batch_stats"])[0]
         answers = batch["answer"]
         cross_entropy = optax.softmax_cross_entropy_with_integer_labels(logits, answers)
         correct = (jnp.argmax(logits, axis=-1) == answers).astype(jnp.float32)
@@ -331,6 +370,23 @@ def answer_fn(name: str, config: SortOfClevrConfig) -> Callable[[Any, dict], jax
     return jax.jit(lambda params, batch: jnp.argmax(model.apply(params, batch), -1))
 
 
+CALIBRATION_IMAGES = 200
+
+
+def calibrated(name: str, config: SortOfClevrConfig, params, train: dict[str, np.ndarray]):
+    """`params` with the batch-norm statistics (`batch_stats`) of the first `CALIBRATION_IMAGES`
+    training images, for answering in test mode; unchanged without `batch_norm`. (The training
+    step normalises by each batch's own statistics and keeps none.) Host driver."""
+    if not config.batch_norm:
+        return params
+    images = np.arange(min(CALIBRATION_IMAGES, len(train["images"])))
+    batch = {key: value[:, :1] if value.ndim == 2 else value
+             for key, value in image_batch(train, images).items()}
+    model = build_model(name, config)
+    _, updated = model.apply(params, batch, train=True, mutable=["batch_stats"])
+    return {**params, "batch_stats": updated["batch_stats"]}
+
+
 def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: int = 50):
     """The answers to every question of `data`, int `[I, 20]`, from `answers_of = answer_fn(...)`.
     Host driver; the last chunk is padded to `chunk` images so one compiled shape serves all."""
@@ -344,12 +400,14 @@ def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: in
     return np.concatenate(outputs)
 
 
-def make_evaluate(name: str, config: SortOfClevrConfig, valid: dict[str, np.ndarray]):
+def make_evaluate(name: str, config: SortOfClevrConfig, datasets: dict[str, dict]):
     """`params -> metrics` for `fit`: validation accuracy on relational and non-relational
     questions, and their mean (`score`)."""
     answers_of = answer_fn(name, config)
+    valid = datasets["valid"]
 
     def evaluate(params):
+        params = calibrated(name, config, params, datasets["train"])
         correct = predict(answers_of, params, valid) == valid["answer"]
         accuracy = task.accuracy_by_kind(correct, valid["relational"])
         return {"score": float(correct.mean()), **accuracy}
@@ -384,8 +442,8 @@ def train_model(
         step,
         lambda index: strategy.shard(batches(index)),
         config.updates,
-        examples_per_step=config.images_per_batch * task.QUESTIONS_PER_IMAGE,
-        evaluate=make_evaluate(name, config, datasets["valid"]),
+        examples_per_step=config.images_per_batch * config.questions_per_image,
+        evaluate=make_evaluate(name, config, datasets),
         eval_every_steps=config.eval_every_updates,
         checkpoint_dir=checkpoints,
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
@@ -419,11 +477,12 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
     results: dict[str, Any] = {"test_questions": int(test["answer"].size), "models": {}}
     predictions = {}
     for name, state in states.items():
-        predictions[name] = predict(answer_fn(name, config), state.params, test)
+        params = calibrated(name, config, state.params, datasets["train"])
+        predictions[name] = predict(answer_fn(name, config), params, test)
         correct = predictions[name] == test["answer"]
         accuracy = task.accuracy_by_kind(correct, test["relational"])
         by_type = task.accuracy_by_type(correct, test["relational"], test["kind"])
-        questions = int(state.step) * config.images_per_batch * task.QUESTIONS_PER_IMAGE
+        questions = int(state.step) * config.images_per_batch * config.questions_per_image
         cpu_seconds = float(state.cpu_seconds)
         results["models"][name] = {
             **{key: round(value, 4) for key, value in accuracy.items()},
