@@ -102,16 +102,23 @@ class TrainingStopped(KeyboardInterrupt):
     """Raised by `fit` after a requested stop (or a KeyboardInterrupt) once the state is saved.
 
     `step` is the step saved, `checkpoint` the file written (None without a checkpoint
-    directory), `signal_number` the signal that asked for the stop (None if code did), and
-    `exit_code` the status a command should exit with (`exit_status`). A KeyboardInterrupt, so
-    `except KeyboardInterrupt` catches it too.
+    directory), `signal_number` the signal that asked for the stop (None if code did), `reason`
+    the cause code gave (e.g. a time budget; None otherwise) and `exit_code` the status a
+    command should exit with (`exit_status`). A KeyboardInterrupt, so `except KeyboardInterrupt`
+    catches it too.
     """
 
-    def __init__(self, step: int, checkpoint: Path | None, signal_number: int | None):
+    def __init__(
+        self,
+        step: int,
+        checkpoint: Path | None,
+        signal_number: int | None,
+        reason: str | None = None,
+    ):
         self.step = step
         self.checkpoint = checkpoint
         self.signal_number = signal_number
-        super().__init__(stop_message(step, checkpoint, signal_number))
+        super().__init__(stop_message(step, checkpoint, signal_number, reason))
 
     @property
     def exit_code(self) -> int:
@@ -184,9 +191,12 @@ def stop_on_signals(
         restore()
 
 
-def stop_message(step: int, checkpoint: Path | None, signal_number: int | None) -> str:
-    """One line saying where a stopped run was saved and how to go on."""
-    cause = signal.Signals(signal_number).name if signal_number else "request"
+def stop_message(
+    step: int, checkpoint: Path | None, signal_number: int | None, reason: str | None = None
+) -> str:
+    """One line saying why a run stopped (the signal's name, else `reason`, else "request"),
+    where it was saved and how to go on."""
+    cause = signal.Signals(signal_number).name if signal_number else reason or "request"
     if checkpoint is None:
         return f"stopped by {cause} at step {step} (no checkpoint directory, nothing saved)"
     return f"stopped by {cause} at step {step}; saved {checkpoint}; rerun the command to resume"
@@ -462,8 +472,10 @@ def fit(
 
     `should_stop` (a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
     returning a bool) is checked before every step: once it is set, `fit` logs the partial log
-    interval, saves the state and raises `TrainingStopped`; so does a KeyboardInterrupt raised
-    inside the loop (Ctrl-C in a notebook). `fit` installs no signal handler.
+    interval, saves the state and raises `TrainingStopped`, whose message names the cause from
+    `should_stop.signal_number` or `should_stop.reason` where it has them; so does a
+    KeyboardInterrupt raised inside the loop (Ctrl-C in a notebook). `fit` installs no signal
+    handler.
 
     `parallel` is the `gnkit.parallel` strategy that `train_step` and `make_batch` were built
     with (or its mode name; default 'single'): `fit` replicates `state.params` and
@@ -551,7 +563,8 @@ def fit(
                 state = log_window(state.replace(step=step))
             state = host_state(state, params, opt_state, step)
             cause = signal.SIGINT if interrupted else _requesting_signal(should_stop)
-            stopped = TrainingStopped(step, save(state), cause)
+            reason = None if interrupted else getattr(should_stop, "reason", None)
+            stopped = TrainingStopped(step, save(state), cause, reason)
             _write(bar, str(stopped))
             raise stopped
     finally:
@@ -562,7 +575,7 @@ def fit(
 
 
 def _requesting_signal(should_stop) -> int | None:
-    return should_stop.signal_number if isinstance(should_stop, StopRequest) else None
+    return getattr(should_stop, "signal_number", None)
 
 
 def _plain(value: Any) -> Any:

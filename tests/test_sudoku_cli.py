@@ -461,3 +461,17 @@ def test_device_step_is_a_function_of_the_update_number():
     for a, b in zip(jax.tree.leaves(runs[0][1]), jax.tree.leaves(runs[1][1]), strict=True):
         np.testing.assert_array_equal(a, b)
     assert jax.tree.leaves(runs[0][1])[0].dtype == np.float32
+
+
+def test_a_spent_budget_stops_the_run_and_names_itself_a_signal_names_the_signal():
+    from gnkit import train as training
+    from gnkit.demos.sudoku import recipe
+
+    request = training.StopRequest()
+    budget = recipe._stop_or_past(request, time.time() - 1.0, 2.5)
+    assert budget() and budget.reason == "--budget-min 2.5" and budget.signal_number is None
+    request.set(signal.SIGTERM)
+    assert budget() and budget.reason is None and budget.signal_number == signal.SIGTERM
+    running = recipe._stop_or_past(training.StopRequest(), time.time() + 600.0, 10.0)
+    assert not running() and running.reason is None
+    assert recipe._stop_or_past(request, None) is request

@@ -353,6 +353,29 @@ def test_signal_handlers_only_set_the_flag(tmp_path, signal_number, exit_code):
     assert training.checkpoint_steps(tmp_path) == [3]
 
 
+class _StopAtStep:
+    """A `should_stop` callable that names its cause, as a time budget does."""
+
+    reason = "--budget-min 5"
+
+    def __init__(self, step):
+        self.step, self.calls = step, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.calls > self.step
+
+
+def test_a_stop_message_names_the_stopping_callables_reason(tmp_path):
+    with pytest.raises(training.TrainingStopped) as stopped:
+        toy_fit(10, checkpoint_dir=tmp_path, should_stop=_StopAtStep(4))
+    assert str(stopped.value) == (
+        f"stopped by --budget-min 5 at step 4; saved {tmp_path / 'checkpoint_000000004.msgpack'}; "
+        "rerun the command to resume"
+    )
+    assert (stopped.value.signal_number, stopped.value.exit_code) == (None, 130)
+
+
 def test_fit_installs_no_signal_handler_and_stops_cleanly_on_keyboard_interrupt(tmp_path):
     """As in a notebook: no `should_stop`, and Ctrl-C arrives as a KeyboardInterrupt."""
     handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))

@@ -202,7 +202,7 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
             log_every_steps=flags.log_every,
             progress=options.progress,
             parallel=strategy,
-            should_stop=_stop_or_past(options.should_stop, deadline),
+            should_stop=_stop_or_past(options.should_stop, deadline, flags.budget_min),
         )
     except training.TrainingStopped as stopped:
         if options.should_stop():  # a signal: keep its exit status
@@ -225,12 +225,34 @@ def _past(deadline: float | None) -> bool:
     return deadline is not None and time.time() >= deadline
 
 
-def _stop_or_past(should_stop, deadline: float | None):
-    """`should_stop` itself without a deadline (`fit` then reads its signal), else a callable
-    that is also true once `deadline` (a `time.time()`) has passed."""
+class _StopOrBudget:
+    """`should_stop` that is also true once `deadline` (a `time.time()`) has passed; `fit` reads
+    `signal_number` and `reason` from it for its stop message."""
+
+    def __init__(self, should_stop, deadline: float, minutes: float):
+        self._should_stop = should_stop
+        self._deadline = deadline
+        self._minutes = minutes
+
+    def __call__(self) -> bool:
+        return self._should_stop() or _past(self._deadline)
+
+    @property
+    def signal_number(self) -> int | None:
+        return getattr(self._should_stop, "signal_number", None)
+
+    @property
+    def reason(self) -> str | None:
+        past = _past(self._deadline) and not self._should_stop()
+        return f"--budget-min {self._minutes:g}" if past else None
+
+
+def _stop_or_past(should_stop, deadline: float | None, minutes: float | None = None):
+    """`should_stop` itself without a deadline (`fit` then reads its signal), else one that is
+    also true once `deadline` has passed, `minutes` after the start."""
     if deadline is None:
         return should_stop
-    return lambda: should_stop() or _past(deadline)
+    return _StopOrBudget(should_stop, deadline, minutes)
 
 
 def validate_saved_state(
