@@ -66,6 +66,30 @@ def test_same_seed_same_held_out_set():
     np.testing.assert_array_equal(a_targets, b_targets)
 
 
+def test_restricted_questions_and_smaller_sizes_recomputed_by_brute_force():
+    inputs, targets = nth_farthest.sample(np.random.default_rng(5), 300, 4, 3, n_choices=[0, 2])
+    assert inputs.shape == (300, 4, 15) and targets.shape == (300,)
+    vectors, labels = inputs[..., :3].astype(np.float64), inputs[..., 3:7].argmax(-1)
+    n, m = inputs[:, 0, 7:11].argmax(-1), inputs[:, 0, 11:15].argmax(-1)
+    assert set(n.tolist()) == {0, 2} and set(m.tolist()) == {0, 1, 2, 3}
+    for b in range(300):
+        reference = vectors[b, list(labels[b]).index(m[b])]
+        distances = np.linalg.norm(vectors[b] - reference, axis=-1)
+        assert targets[b] == labels[b, np.argsort(-distances)[n[b]]]
+    with pytest.raises(ValueError, match="n_choices"):
+        nth_farthest.sample(np.random.default_rng(0), 2, 4, 3, n_choices=[4])
+
+
+def test_curriculum_asks_one_more_rank_per_stage():
+    from gnkit.demos import nth_farthest as demo
+
+    config = demo.NthFarthestConfig(num_objects=4, curriculum_updates=10)
+    stages = {update: demo.curriculum_choices(config, update) for update in (0, 9, 10, 29, 30)}
+    assert stages == {0: [0], 9: [0], 10: [0, 1], 29: [0, 1, 2], 30: None}
+    assert demo.curriculum_choices(demo.NthFarthestConfig(), 0) is None
+    assert demo.trivial_accuracy(8) == 1 / 8 + 7 / 8 * 1 / 7
+
+
 def test_bad_batch_size():
     with pytest.raises(ValueError, match="batch_size"):
         nth_farthest.sample(np.random.default_rng(0), 0)

@@ -53,9 +53,14 @@ ModelName = Literal["rmc", "lstm"]
 MODEL_NAMES: tuple[str, ...] = ("rmc", "lstm")
 GateStyle = Literal["unit", "memory", "none"]
 TEST_SEED = 20_180_601
-# Accuracy without any distance computed: `n = 7` answered with `m` itself, the 7 other labels
-# guessed for other `n`: 1/8 + 7/8 * 1/7 (cross-entropy 7/8 ln 7 = 1.70).
-TRIVIAL_ACCURACY = 0.25
+
+
+def trivial_accuracy(num_objects: int) -> float:
+    """Accuracy without any distance computed: `n = K - 1` answered with `m` itself, the
+    `K - 1` other labels guessed for other `n`: `1/K + (K-1)/K * 1/(K-1) = 2/K` (0.25 for the
+    paper's 8 objects, cross-entropy `(K-1)/K ln(K-1)`, 1.70)."""
+    return 2 / num_objects
+
 # Santoro et al. (2018): test accuracy on the N-th farthest task (an LSTM and a DNC stay near 30%).
 PAPER = {"rmc": 0.91, "lstm": 0.30}
 
@@ -65,6 +70,11 @@ class NthFarthestConfig:
     """Models, sizes and training of one run; every model in `models` gets the same updates."""
 
     models: tuple[ModelName, ...] = setting(("lstm", "rmc"), help="models to train, in turn")
+    num_objects: int = setting(task.NUM_OBJECTS, minimum=2, help="vectors per sequence")
+    num_features: int = setting(task.NUM_FEATURES, minimum=1, help="dimensions per vector")
+    curriculum_updates: int = setting(
+        0, minimum=0, help="updates per curriculum stage (0: none, every n from the start)"
+    )
     updates: int = setting(3_500, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="sequences per update")
     learning_rate: float = setting(5e-4, minimum=0.0, help="Adam, constant")
@@ -128,13 +138,14 @@ class NthFarthestModel(nn.Module):
 
     core: nn.RNNCellBase
     mlp_features: Sequence[int]
+    num_objects: int = task.NUM_OBJECTS
 
     @nn.compact
     def __call__(self, inputs: jax.Array) -> jax.Array:
         carry = self.core.initialize_carry(jax.random.key(0), inputs[:, 0].shape)
         carry = varying_like(carry, inputs)
         outputs = nn.RNN(self.core, name="rnn")(inputs, initial_carry=carry)
-        head = MLP(tuple(self.mlp_features) + (task.NUM_OBJECTS,), name="mlp")
+        head = MLP(tuple(self.mlp_features) + (self.num_objects,), name="mlp")
         return head(outputs[:, -1])
 
 
@@ -151,22 +162,48 @@ def build_model(name: str, config: NthFarthestConfig) -> NthFarthestModel:
         )
     else:
         core = nn.OptimizedLSTMCell(config.lstm_units)
-    return NthFarthestModel(core=core, mlp_features=config.mlp_features)
+    return NthFarthestModel(
+        core=core, mlp_features=config.mlp_features, num_objects=config.num_objects
+    )
 
 
 def parameter_count(name: str, config: NthFarthestConfig) -> int:
     """How many parameters model `name` has."""
-    inputs = jnp.zeros((1, task.NUM_OBJECTS, task.input_size()), jnp.float32)
-    shapes = jax.eval_shape(build_model(name, config).init, jax.random.key(0), inputs)
+    model = build_model(name, config)
+    shapes = jax.eval_shape(model.init, jax.random.key(0), _dummy_inputs(config))
     return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(shapes))
 
 
+def _dummy_inputs(config: NthFarthestConfig) -> jax.Array:
+    size = task.input_size(config.num_objects, config.num_features)
+    return jnp.zeros((1, config.num_objects, size), jnp.float32)
+
+
+def curriculum_choices(config: NthFarthestConfig, update: int) -> list[int] | None:
+    """The values of `n` that training questions at `update` ask, or None for all of them.
+
+    With `curriculum_updates = U > 0` and `K` objects, stage `s = update // U` asks
+    `n in {0, ..., s}`: only the farthest at first, one rank nearer per stage, until every `n`
+    is asked, from update `U * (K - 1)` on. Host."""
+    stages = config.num_objects - 1
+    if config.curriculum_updates == 0 or update >= config.curriculum_updates * stages:
+        return None
+    return list(range(update // config.curriculum_updates + 1))
+
+
 def make_batch(config: NthFarthestConfig):
-    """`update -> (inputs [B, 8, 40], targets [B])`: fresh sequences, a pure function of the
-    seed and the update, so a resumed run sees the same data. Host."""
+    """`update -> (inputs [B, K, F + 3K], targets [B])`: fresh sequences, a pure function of
+    the seed and the update, so a resumed run sees the same data; the questions follow
+    `curriculum_choices`. Host."""
 
     def batch(update: int) -> tuple[np.ndarray, np.ndarray]:
-        return task.sample(np.random.default_rng([config.seed, update]), config.batch_size)
+        return task.sample(
+            np.random.default_rng([config.seed, update]),
+            config.batch_size,
+            config.num_objects,
+            config.num_features,
+            n_choices=curriculum_choices(config, update),
+        )
 
     return batch
 
@@ -174,7 +211,9 @@ def make_batch(config: NthFarthestConfig):
 def held_out_test_set(config: NthFarthestConfig) -> tuple[np.ndarray, np.ndarray]:
     """The fixed held-out test set: `test_size` sequences from `TEST_SEED`, whatever the run's
     seed. Host."""
-    return task.held_out_set(TEST_SEED, config.test_size)
+    return task.held_out_set(
+        TEST_SEED, config.test_size, config.num_objects, config.num_features
+    )
 
 
 def loss_fn(model: nn.Module):
@@ -217,8 +256,7 @@ def accuracy(model: nn.Module, params, data: tuple[np.ndarray, np.ndarray], chun
 
 
 def _init_state(model: nn.Module, config: NthFarthestConfig) -> training.TrainingState:
-    inputs = jnp.zeros((1, task.NUM_OBJECTS, task.input_size()), jnp.float32)
-    params = model.init(jax.random.key(config.seed), inputs)
+    params = model.init(jax.random.key(config.seed), _dummy_inputs(config))
     return training.TrainingState(params=params, opt_state=optimizer(config).init(params))
 
 
@@ -290,7 +328,13 @@ def learning_curve(run_dir: experiments.RunDir, name: str) -> dict[str, list[flo
 
 def evaluate_models(config, run_dir, options, test) -> dict[str, Any]:
     """Test accuracy of each model's final and best state, curves, table and figure."""
-    results: dict[str, Any] = {"test_size": config.test_size, "models": {}, "paper": PAPER}
+    results: dict[str, Any] = {
+        "test_size": config.test_size,
+        "num_objects": config.num_objects,
+        "num_features": config.num_features,
+        "models": {},
+        "paper": PAPER,
+    }
     for name in config.models:
         model = build_model(name, config)
         final = load_trained(name, config, run_dir, "final")
@@ -316,7 +360,8 @@ def format_table(results: dict[str, Any]) -> str:
     """One line per model: parameters, updates, final and best test accuracy, CPU minutes,
     and the paper's number. Host."""
     lines = [
-        f"N-th farthest, test accuracy on {results['test_size']} held-out sequences",
+        f"N-th farthest ({results['num_objects']} vectors of {results['num_features']}), test "
+        f"accuracy on {results['test_size']} held-out sequences",
         f"{'model':<6}{'params':>11}{'updates':>9}{'final':>8}{'best':>8}{'CPU min':>9}"
         f"{'paper':>7}",
     ]
@@ -335,21 +380,26 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
     figure, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), sharey=True)
     colors = {"rmc": "tab:blue", "lstm": "tab:orange"}
     labels = {"rmc": "RMC", "lstm": "LSTM"}
+    objects = results["num_objects"]
     for name, entry in results["models"].items():
         curve = entry["curve"]
         for ax, x in zip(axes, ("updates", "cpu_minutes"), strict=True):
             ax.plot(curve[x], curve["accuracy"], "o-", ms=2.5, color=colors[name],
                     label=f"{labels[name]} ({entry['parameters'] / 1e6:.2f} M parameters)")
     for ax, xlabel in zip(axes, ("updates", "training CPU minutes"), strict=True):
-        ax.axhline(1 / task.NUM_OBJECTS, color="0.7", lw=0.8, label="chance (1 of 8)")
-        ax.axhline(TRIVIAL_ACCURACY, color="0.5", lw=0.8, ls="--",
-                   label="n = 7 answered (m itself), other n guessed")
+        ax.axhline(1 / objects, color="0.7", lw=0.8, label=f"chance (1 of {objects})")
+        ax.axhline(trivial_accuracy(objects), color="0.5", lw=0.8, ls="--",
+                   label=f"n = {objects - 1} answered (m itself), other n guessed")
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy")
     axes[0].set_ylim(0, 1)
     axes[0].legend(fontsize=7, loc="upper left")
-    figure.suptitle("N-th farthest: relational memory core vs LSTM", fontsize=10)
+    figure.suptitle(
+        f"N-th farthest, {objects} vectors of {results['num_features']}: relational memory core "
+        "vs LSTM",
+        fontsize=10,
+    )
     figure.tight_layout()
     return experiments.save_figure(figure, path)
 

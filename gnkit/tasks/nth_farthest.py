@@ -19,6 +19,8 @@ Host-only (NumPy).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 NUM_OBJECTS = 8
@@ -65,22 +67,32 @@ def sample(
     batch_size: int,
     num_objects: int = NUM_OBJECTS,
     num_features: int = NUM_FEATURES,
+    n_choices: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A batch of sequences: `(inputs [B, K, F + 3K] float32, targets [B] int32)` with
-    `K = num_objects`, `F = num_features` (see the module docstring). Host."""
+    `K = num_objects`, `F = num_features` (see the module docstring). `n` is uniform over
+    `0 .. K-1`, or over `n_choices` when given (a curriculum's restricted questions). Host."""
     if batch_size < 1 or num_objects < 1 or num_features < 1:
         raise ValueError(
             "batch_size, num_objects and num_features must be >= 1, got "
             f"{batch_size}, {num_objects}, {num_features}"
         )
+    if n_choices is not None and not (
+        len(n_choices) and all(0 <= choice < num_objects for choice in n_choices)
+    ):
+        raise ValueError(f"n_choices must be values in 0 .. {num_objects - 1}, got {n_choices}")
     vectors = rng.uniform(-1.0, 1.0, size=(batch_size, num_objects, num_features))
     vectors = vectors.astype(np.float32)
     labels = np.argsort(rng.random((batch_size, num_objects)), axis=1)
     n = rng.integers(0, num_objects, size=batch_size)
+    if n_choices is not None:
+        n = np.asarray(n_choices)[rng.integers(0, len(n_choices), size=batch_size)]
     m = rng.integers(0, num_objects, size=batch_size)
     return encode(vectors, labels, n, m), answer(vectors, labels, n, m)
 
 
-def held_out_set(seed: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed held-out set of `size` sequences, the same for the same `seed`. Host."""
-    return sample(np.random.default_rng(seed), size)
+def held_out_set(
+    seed: int, size: int, num_objects: int = NUM_OBJECTS, num_features: int = NUM_FEATURES
+) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed held-out set of `size` sequences, the same for the same `seed` and sizes. Host."""
+    return sample(np.random.default_rng(seed), size, num_objects, num_features)
