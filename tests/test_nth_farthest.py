@@ -96,24 +96,30 @@ def test_bad_batch_size():
 
 
 @pytest.mark.parametrize(
-    ("preset", "heads", "head_size", "lstm_units", "rmc_total", "lstm_total"),
-    [("paper", 8, 32, 512, 1_329_160, 1_463_304), ("default", 4, 16, 160, 371_464, 369_288)],
+    ("preset", "objects", "inputs", "slots", "heads", "head_size", "lstm_units", "rmc_total",
+     "lstm_total"),
+    [
+        ("paper", 8, 16 + 24, 8, 8, 32, 512, 1_329_160, 1_463_304),
+        ("default", 4, 2 + 12, 4, 4, 16, 128, 303_236, 304_644),
+    ],
 )
-def test_model_sizes_counted_by_hand(preset, heads, head_size, lstm_units, rmc_total, lstm_total):
+def test_model_sizes_counted_by_hand(
+    preset, objects, inputs, slots, heads, head_size, lstm_units, rmc_total, lstm_total
+):
     from gnkit.demos import nth_farthest as demo
 
     config = demo.CONFIGS[preset]
     memory = heads * head_size
     rmc_core = (
-        (40 + 1) * memory                         # input projection
+        (inputs + 1) * memory                     # input projection
         + (memory + 1) * 3 * memory + 2 * 3 * memory   # q, k, v projection and its LayerNorm
         + 2 * memory                              # LayerNorm after attention
         + 2 * (memory + 1) * memory + 2 * memory  # attention MLP and its LayerNorm
         + 2 * (memory + 1) * 2 * memory           # gates from the input and from the memory
     )
-    lstm_core = 4 * (40 * lstm_units + lstm_units * lstm_units + lstm_units)
-    head = lambda width: (width + 1) * 256 + 3 * 257 * 256 + 257 * 8  # noqa: E731
-    assert demo.parameter_count("rmc", config) == rmc_core + head(8 * memory) == rmc_total
+    lstm_core = 4 * (inputs * lstm_units + lstm_units * lstm_units + lstm_units)
+    head = lambda width: (width + 1) * 256 + 3 * 257 * 256 + 257 * objects  # noqa: E731
+    assert demo.parameter_count("rmc", config) == rmc_core + head(slots * memory) == rmc_total
     assert demo.parameter_count("lstm", config) == lstm_core + head(lstm_units) == lstm_total
 
 
