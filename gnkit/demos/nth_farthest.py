@@ -23,7 +23,9 @@ until every `n` is asked; the test set always asks every `n`.
 
 The `default` preset fits a CPU budget with a smaller task, 4 vectors of 2 dimensions
 (Sonnet's example has 4 of 4), the curriculum, a narrower RMC (4 slots, 4 heads of size 16,
-0.30 M parameters with its MLP) and a 128-unit LSTM (0.31 M).
+0.30 M parameters with its MLP) and a 128-unit LSTM (0.30 M). At this size the curriculum lets
+both models learn the task, the LSTM as well as the RMC: the default does not show the RMC's
+advantage (see the README for what was measured).
 
 The loss is the paper's: cross-entropy of the final step's logits against the target label,
 Adam, gradient norm clipped. Training sequences are sampled afresh for every update (a pure
@@ -34,9 +36,9 @@ on one fixed held-out test set (every `n`), the same for every seed.
 (resumable), evaluating test accuracy every `eval_every_updates` updates; it then prints the
 final table and draws the learning curves of both (`curves.png`: test accuracy against updates
 and against training CPU minutes). `eval --run-dir DIR` tests a finished run again. Presets:
-`default` (20,000 updates of 64 sequences per model, Adam 1e-3, a few CPU minutes for both
-models), `paper` (the paper's task and sizes, batch 1600, Adam 1e-4, no curriculum: for an
-accelerator), `tiny` (tests). Host driver around jitted steps.
+`default` (20,000 updates of 64 sequences per model, Adam 1e-3, under 10 CPU minutes for
+both models), `paper` (the paper's task and sizes, batch 1600, Adam 1e-4, no
+curriculum: for an accelerator), `tiny` (tests). Host driver around jitted steps.
 """
 
 from __future__ import annotations
@@ -111,21 +113,21 @@ class NthFarthestConfig:
 
 
 CONFIGS = {
-    # A smaller task than the paper's (6 vectors of 2 dimensions), a curriculum on n (the
-    # farthest first, one rank nearer every 3,000 updates, every n from update 15,000), a
-    # narrower RMC (6 slots, 4 heads of 16: 0.34 M parameters) and an LSTM of the same size
-    # (148 units): about a quarter of an hour of CPU. Without the curriculum both stay at the
-    # trivial accuracy (see the README).
+    # A smaller task than the paper's (4 vectors of 2 dimensions; Sonnet's example has 4 of 4),
+    # a curriculum on n (the farthest first, one rank nearer every 4,000 updates, every n from
+    # update 12,000), a narrower RMC (4 slots, 4 heads of 16: 0.30 M parameters) and an LSTM of
+    # the same size (128 units): under 10 CPU minutes. Without the curriculum both stay at the
+    # trivial accuracy; with it both learn this size (see the README).
     "default": NthFarthestConfig(
-        num_objects=6,
+        num_objects=4,
         num_features=2,
-        curriculum_updates=3_000,
+        curriculum_updates=4_000,
         updates=20_000,
         learning_rate=1e-3,
-        mem_slots=6,
+        mem_slots=4,
         num_heads=4,
         head_size=16,
-        lstm_units=148,
+        lstm_units=128,
         eval_every_updates=500,
     ),
     "paper": NthFarthestConfig(
