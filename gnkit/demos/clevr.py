@@ -62,7 +62,7 @@ class ClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(16_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(6_000, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="questions per update")
     pair_width: int = setting(128, minimum=1, help="width of the RN's 4 pair (g) layers")
     output_width: int = setting(128, minimum=1, help="width of the 2 hidden layers of f")
