@@ -33,7 +33,8 @@ def _python_examples():
 
 
 def _matches(printed: str, expected: str) -> bool:
-    """Same words and integers; percentages within 2 points (training results vary by JAX version)."""
+    """Same words and integers; percentages within 2 points (training results vary by JAX
+    version)."""
     number = r"-?\d+(?:\.\d+)?%?"
     if re.sub(number, "#", printed) != re.sub(number, "#", expected):
         return False

@@ -75,6 +75,7 @@ def trivial_accuracy(num_objects: int) -> float:
     paper's 8 objects, cross-entropy `(K-1)/K ln(K-1)`, 1.70)."""
     return 2 / num_objects
 
+
 # Santoro et al. (2018): test accuracy on the N-th farthest task (an LSTM and a DNC stay near 30%).
 PAPER = {"rmc": 0.91, "lstm": 0.30}
 
@@ -232,9 +233,7 @@ def make_batch(config: NthFarthestConfig):
 def held_out_test_set(config: NthFarthestConfig) -> tuple[np.ndarray, np.ndarray]:
     """The fixed held-out test set: `test_size` sequences from `TEST_SEED`, whatever the run's
     seed. Host."""
-    return task.held_out_set(
-        TEST_SEED, config.test_size, config.num_objects, config.num_features
-    )
+    return task.held_out_set(TEST_SEED, config.test_size, config.num_objects, config.num_features)
 
 
 def loss_fn(model: nn.Module):
@@ -405,12 +404,23 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
     for name, entry in results["models"].items():
         curve = entry["curve"]
         for ax, x in zip(axes, ("updates", "cpu_minutes"), strict=True):
-            ax.plot(curve[x], curve["accuracy"], "o-", ms=2.5, color=colors[name],
-                    label=f"{labels[name]} ({entry['parameters'] / 1e6:.2f} M parameters)")
+            ax.plot(
+                curve[x],
+                curve["accuracy"],
+                "o-",
+                ms=2.5,
+                color=colors[name],
+                label=f"{labels[name]} ({entry['parameters'] / 1e6:.2f} M parameters)",
+            )
     for ax, xlabel in zip(axes, ("updates", "training CPU minutes"), strict=True):
         ax.axhline(1 / objects, color="0.7", lw=0.8, label=f"chance (1 of {objects})")
-        ax.axhline(trivial_accuracy(objects), color="0.5", lw=0.8, ls="--",
-                   label=f"n = {objects - 1} answered (m itself), other n guessed")
+        ax.axhline(
+            trivial_accuracy(objects),
+            color="0.5",
+            lw=0.8,
+            ls="--",
+            label=f"n = {objects - 1} answered (m itself), other n guessed",
+        )
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy")

@@ -89,10 +89,10 @@ class PrettyClevrConfig:
             raise ValueError("monitor_scenes must be <= valid_scenes")
 
 
-# paper: the reference code's sizes and optimiser (hidden 128, message MLP of 4 layers, Adam 1e-4,
-# batch 512; it unrolls 8 steps, this preset trains 4, the step count of the paper's comparison row),
-# no curriculum; the paper gives no update count, 1,000,000 is a guess at its scale (an
-# accelerator's).
+# paper: the reference code's sizes and optimiser (hidden 128, message MLP of 4 layers, Adam
+# 1e-4, batch 512; it unrolls 8 steps, this preset trains 4, the step count of the paper's
+# comparison row), no curriculum; the paper gives no update count, 1,000,000 is a guess at its
+# scale (an accelerator's).
 CONFIGS = {
     "default": PrettyClevrConfig(),
     "paper": PrettyClevrConfig(

@@ -53,8 +53,10 @@ SPLITS = ("train", "valid", "test")
 _QUESTION_KEYS = ("color", "relational", "kind", "answer")
 # Santoro et al. (2017), section 5.3: the CNN+RN above 94% on both kinds of question; the
 # CNN+MLP as good on non-relational ones, 63% on relational ones.
-PAPER = {"rn": {"relational": 0.94, "non_relational": 0.94},
-         "mlp": {"relational": 0.63, "non_relational": 0.94}}
+PAPER = {
+    "rn": {"relational": 0.94, "non_relational": 0.94},
+    "mlp": {"relational": 0.63, "non_relational": 0.94},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,8 +247,11 @@ class CnnRelationNetwork(nn.Module):
     def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
         feature_map = ImageEncoder(
-            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn,
-            config.batch_norm, name="cnn",
+            tuple(config.conv_strides),
+            config.conv_channels,
+            config.normalize_cnn,
+            config.batch_norm,
+            name="cnn",
         )(batch["images"], train)
         objects = cells_as_objects(feature_map)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
@@ -275,8 +280,11 @@ class CnnMLP(nn.Module):
     def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
         feature_map = ImageEncoder(
-            tuple(config.conv_strides), config.conv_channels, config.normalize_cnn,
-            config.batch_norm, name="cnn",
+            tuple(config.conv_strides),
+            config.conv_channels,
+            config.normalize_cnn,
+            config.batch_norm,
+            name="cnn",
         )(batch["images"], train)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         num_images, num_questions = questions.shape[:2]
@@ -296,8 +304,7 @@ def build_model(name: str, config: SortOfClevrConfig) -> nn.Module:
 def load_datasets(config: SortOfClevrConfig, run_dir: experiments.RunDir) -> dict[str, dict]:
     """Train, validation and test images with their questions, from `config.seed`; generated
     once and cached in the run directory (`data_<split>.npz`). Host."""
-    sizes = {"train": config.train_images, "valid": config.valid_images,
-             "test": config.test_images}
+    sizes = {"train": config.train_images, "valid": config.valid_images, "test": config.test_images}
     datasets = {}
     for index, split in enumerate(SPLITS):
         seed = int(np.random.SeedSequence([config.seed, index]).generate_state(1)[0])
@@ -387,8 +394,10 @@ def calibrated(name: str, config: SortOfClevrConfig, params, train: dict[str, np
     if not config.batch_norm:
         return params
     images = np.arange(min(CALIBRATION_IMAGES, len(train["images"])))
-    batch = {key: value[:, :1] if value.ndim == 2 else value
-             for key, value in image_batch(train, images).items()}
+    batch = {
+        key: value[:, :1] if value.ndim == 2 else value
+        for key, value in image_batch(train, images).items()
+    }
     model = build_model(name, config)
     _, updated = model.apply(params, batch, train=True, mutable=["batch_stats"])
     return {**params, "batch_stats": updated["batch_stats"]}
@@ -474,8 +483,9 @@ def validation_curves(run_dir: experiments.RunDir, name: str) -> dict[str, list[
     path = run_dir.path / f"metrics_{name}.jsonl"
     records = training.read_metrics(path) if path.exists() else []
     evals = [record for record in records if record["kind"] == "eval"]
-    return {key: [record[key] for record in evals] for key in ("step", "relational",
-                                                               "non_relational")}
+    return {
+        key: [record[key] for record in evals] for key in ("step", "relational", "non_relational")
+    }
 
 
 def evaluate_models(config, run_dir, options, states: dict[str, training.TrainingState], datasets):
@@ -551,10 +561,20 @@ def plot_accuracy(results: dict[str, Any], curves: dict[str, dict], path: Path) 
     colors = {"rn": "tab:blue", "mlp": "tab:gray"}
     for name, curve in curves.items():
         label = f"CNN+{name.upper()}"
-        left.plot(curve["step"], curve["relational"], "-", color=colors[name],
-                  label=f"{label}, relational")
-        left.plot(curve["step"], curve["non_relational"], "--", color=colors[name],
-                  label=f"{label}, non-relational")
+        left.plot(
+            curve["step"],
+            curve["relational"],
+            "-",
+            color=colors[name],
+            label=f"{label}, relational",
+        )
+        left.plot(
+            curve["step"],
+            curve["non_relational"],
+            "--",
+            color=colors[name],
+            label=f"{label}, non-relational",
+        )
     left.set_xlabel("updates")
     left.set_ylabel("validation accuracy")
     left.set_ylim(0, 1.02)
@@ -564,12 +584,24 @@ def plot_accuracy(results: dict[str, Any], curves: dict[str, dict], path: Path) 
     for offset, kind in enumerate(kinds):
         places = np.arange(len(names)) + (offset - 0.5) * 0.38
         values = [results["models"][name][kind] for name in names]
-        bars = right.bar(places, values, 0.36, color=("tab:blue", "tab:orange")[offset],
-                         label=kind.replace("_", "-"))
+        bars = right.bar(
+            places,
+            values,
+            0.36,
+            color=("tab:blue", "tab:orange")[offset],
+            label=kind.replace("_", "-"),
+        )
         right.bar_label(bars, fmt="%.2f", fontsize=7)
         paper = [results["paper"][name][kind] for name in names]
-        right.scatter(places, paper, marker="_", s=300, color="black", zorder=3,
-                      label="paper" if offset == 0 else None)
+        right.scatter(
+            places,
+            paper,
+            marker="_",
+            s=300,
+            color="black",
+            zorder=3,
+            label="paper" if offset == 0 else None,
+        )
     right.set_xticks(np.arange(len(names)), [f"CNN+{name.upper()}" for name in names])
     right.set_ylabel("test accuracy")
     right.set_ylim(0, 1.1)
@@ -584,8 +616,9 @@ def plot_examples(data, predictions: dict[str, np.ndarray], path: Path, num_imag
     plt = experiments.pyplot()
     columns = 4
     rows = -(-num_images // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(2.4 * columns, 3.0 * rows),
-                                layout="constrained", squeeze=False)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(2.4 * columns, 3.0 * rows), layout="constrained", squeeze=False
+    )
     for image, ax in enumerate(axes.ravel()):
         if image >= min(num_images, len(data["images"])):
             ax.axis("off")
@@ -594,10 +627,13 @@ def plot_examples(data, predictions: dict[str, np.ndarray], path: Path, num_imag
         ax.set_yticks([])
         question = task.QUESTIONS_PER_KIND * (image % 2)
         ax.imshow(data["images"][image])
-        color, relational, kind = (int(data[key][image, question])
-                                   for key in ("color", "relational", "kind"))
-        lines = [task.describe_question(color, bool(relational), kind),
-                 f"answer: {task.ANSWER_NAMES[int(data['answer'][image, question])]}"]
+        color, relational, kind = (
+            int(data[key][image, question]) for key in ("color", "relational", "kind")
+        )
+        lines = [
+            task.describe_question(color, bool(relational), kind),
+            f"answer: {task.ANSWER_NAMES[int(data['answer'][image, question])]}",
+        ]
         for name, answers in predictions.items():
             said = task.ANSWER_NAMES[int(answers[image, question])]
             lines.append(f"CNN+{name.upper()}: {said}")
