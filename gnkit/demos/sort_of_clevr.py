@@ -182,6 +182,18 @@ class ImageEncoder(nn.Module):
         return hidden
 
 
+def image_encoder(config: SortOfClevrConfig) -> ImageEncoder:
+    """The shared image encoder of both models, named `cnn`, as `config` sets it up; call it
+    inside a compact module."""
+    return ImageEncoder(
+        tuple(config.conv_strides),
+        config.conv_channels,
+        config.normalize_cnn,
+        config.batch_norm,
+        name="cnn",
+    )
+
+
 def cells_as_objects(feature_map: jax.Array) -> jax.Array:
     """The cells of a feature map `[B, h, w, C]` as objects `[B, h * w, C + 2]`, row-major, each
     with its column and row coordinates in [-1, 1] appended. Jittable."""
@@ -246,13 +258,7 @@ class CnnRelationNetwork(nn.Module):
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
-        feature_map = ImageEncoder(
-            tuple(config.conv_strides),
-            config.conv_channels,
-            config.normalize_cnn,
-            config.batch_norm,
-            name="cnn",
-        )(batch["images"], train)
+        feature_map = image_encoder(config)(batch["images"], train)
         objects = cells_as_objects(feature_map)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         if config.balance_question:
@@ -279,13 +285,7 @@ class CnnMLP(nn.Module):
     @nn.compact
     def __call__(self, batch: dict[str, jax.Array], train: bool = False) -> jax.Array:
         config = self.config
-        feature_map = ImageEncoder(
-            tuple(config.conv_strides),
-            config.conv_channels,
-            config.normalize_cnn,
-            config.batch_norm,
-            name="cnn",
-        )(batch["images"], train)
+        feature_map = image_encoder(config)(batch["images"], train)
         questions = question_features(batch["color"], batch["relational"], batch["kind"])
         num_images, num_questions = questions.shape[:2]
         flat = feature_map.reshape(num_images, 1, -1)
