@@ -561,20 +561,14 @@ def plot_accuracy(results: dict[str, Any], curves: dict[str, dict], path: Path) 
     colors = {"rn": "tab:blue", "mlp": "tab:gray"}
     for name, curve in curves.items():
         label = f"CNN+{name.upper()}"
-        left.plot(
-            curve["step"],
-            curve["relational"],
-            "-",
-            color=colors[name],
-            label=f"{label}, relational",
-        )
-        left.plot(
-            curve["step"],
-            curve["non_relational"],
-            "--",
-            color=colors[name],
-            label=f"{label}, non-relational",
-        )
+        for kind, style in (("relational", "-"), ("non_relational", "--")):
+            left.plot(
+                curve["step"],
+                curve[kind],
+                style,
+                color=colors[name],
+                label=f"{label}, {kind.replace('_', '-')}",
+            )
     left.set_xlabel("updates")
     left.set_ylabel("validation accuracy")
     left.set_ylim(0, 1.02)
