@@ -306,3 +306,61 @@ def test_generation_is_deterministic():
     first, second = clevr.generate(3, seed=7), clevr.generate(3, seed=7)
     assert first == second
     assert clevr.generate(3, seed=8)[0] != first[0]
+
+
+def _value_words():
+    """Each question word that names an attribute value -> `(attribute, value)`."""
+    named = {}
+    for attribute in ("size", "color", "material", "shape"):
+        for value in vocab.values(attribute):
+            for word in vocab.synonyms().get(value, [value]):
+                named[word] = named[word + "s"] = (attribute, value)
+    return named
+
+
+def _decoded_objects(row, mask):
+    names = [(a, v) for a in ("color", "shape", "material", "size") for v in vocab.values(a)]
+    return [{a: v for (a, v), on in zip(names, obj[3:], strict=True) if on}
+            for obj, real in zip(row, mask, strict=True) if real]
+
+
+def test_renamed_questions_are_answered_right_about_renamed_scenes(generated):
+    """Each renamed question, with its program's values renamed as its words were, evaluated by
+    the test's evaluator on the renamed object table, gives the renamed answer."""
+    scenes, questions = generated
+    data = clevr.encode(scenes, questions)
+    chosen = np.arange(0, len(questions), 3)
+    scene_rows = data["scene"][chosen]
+    batch = {"objects": data["objects"][scene_rows], "object_mask": data["object_mask"][scene_rows],
+             "words": data["words"][chosen], "answer": data["answer"][chosen]}
+    renamed = clevr.Renaming().apply(batch, np.random.default_rng(0))
+    words, answers, named = vocab.words(), vocab.answers(), _value_words()
+    changed = 0
+    for k, q in enumerate(chosen):
+        question, scene = questions[q], scenes[questions[q]["image_index"]]
+        before = _decoded_objects(batch["objects"][k], batch["object_mask"][k])
+        after = _decoded_objects(renamed["objects"][k], batch["object_mask"][k])
+        assert before == [{a: o[a] for a in before[0]} for o in scene["objects"]]
+        renaming = {(a, o[a]): n[a] for o, n in zip(before, after, strict=True) for a in o}
+        for old, new in zip(batch["words"][k], renamed["words"][k], strict=True):
+            if words[old] in named:
+                attribute, value = named[words[old]]
+                assert named[words[new]][0] == attribute
+                assert renaming.setdefault((attribute, value), named[words[new]][1]) == (
+                    named[words[new]][1])
+            else:
+                assert new == old
+        for attribute in ("size", "color", "material", "shape"):  # a bijection per attribute
+            targets = [new for (a, _), new in renaming.items() if a == attribute]
+            assert len(set(targets)) == len(targets)
+        program = [
+            {**node, "value_inputs": [renaming.get((node["function"][7:], v), v)
+                                      for v in node["value_inputs"]]}
+            if node["function"].startswith("filter_") else node
+            for node in question["program"]
+        ]
+        renamed_scene = {**scene, "objects": [{**o, **n} for o, n in
+                                              zip(scene["objects"], after, strict=True)]}
+        assert evaluate(program, renamed_scene) == answers[renamed["answer"][k]]
+        changed += renamed["answer"][k] != batch["answer"][k]
+    assert changed > len(chosen) // 10  # a quarter of the answers name a value
