@@ -100,7 +100,7 @@ def test_bad_batch_size():
      "lstm_total"),
     [
         ("paper", 8, 16 + 24, 8, 8, 32, 512, 1_329_160, 1_463_304),
-        ("default", 4, 2 + 12, 4, 4, 16, 128, 303_236, 304_644),
+        ("default", 6, 2 + 18, 6, 4, 16, 148, 336_902, 337_110),
     ],
 )
 def test_model_sizes_counted_by_hand(
