@@ -46,6 +46,8 @@ class RelationNetwork(nn.Module):
         the graph's edges, so build it to match (`pair_graph(..., self_pairs=)`).
       use_edges: whether `g` also takes each pair's own features (`graph.edges` `[E, P]`, or
         the dense layout's `pairs` `[B, n, n, P]`); off: pair features are ignored.
+      normalize_sum: whether the summed pair outputs pass through a layer norm before `f`
+        (off: `f` sees the plain sum, as in the paper).
 
     Both layouts take the same parameters: a model initialised with one runs with the other.
     Jittable.
@@ -55,6 +57,7 @@ class RelationNetwork(nn.Module):
     output_features: Sequence[int] = (256, 256, 10)
     self_pairs: bool = True
     use_edges: bool = False
+    normalize_sum: bool = False
 
     def setup(self):
         first = self.pair_features[0]
@@ -67,6 +70,7 @@ class RelationNetwork(nn.Module):
             for i, width in enumerate(self.pair_features[1:], start=1)
         ]
         self.output = MLP(tuple(self.output_features), name="output")
+        self.sum_norm = nn.LayerNorm(name="sum_norm") if self.normalize_sum else None
 
     def __call__(self, graph: GraphsTuple) -> jax.Array:
         """The edge-list layout: one output per graph, `[G, output_features[-1]]`.
@@ -95,7 +99,7 @@ class RelationNetwork(nn.Module):
 
         network = relation_network(
             pair_fn,
-            lambda edges: self.output(edges),
+            lambda edges: self._output(edges),
             use_globals=use_question,
             use_edges=self.use_edges,
         )
@@ -130,7 +134,10 @@ class RelationNetwork(nn.Module):
         pairs = self._pair_layers(first.reshape(batch * n_object * n_object, -1))
         pairs = pairs.reshape(batch, n_object * n_object, -1)
         weights = self._pair_weights(batch, n_object, mask, pairs.dtype)
-        return self.output(jnp.einsum("bph,bp->bh", pairs, weights))
+        return self._output(jnp.einsum("bph,bp->bh", pairs, weights))
+
+    def _output(self, summed: jax.Array) -> jax.Array:
+        return self.output(summed if self.sum_norm is None else self.sum_norm(summed))
 
     def _pair_layers(self, first: jax.Array) -> jax.Array:
         hidden = nn.relu(first)
