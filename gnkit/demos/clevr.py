@@ -62,7 +62,7 @@ class ClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(6_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(8_000, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="questions per update")
     pair_width: int = setting(128, minimum=1, help="width of the RN's 4 pair (g) layers")
     output_width: int = setting(128, minimum=1, help="width of the 2 hidden layers of f")
@@ -70,6 +70,11 @@ class ClevrConfig:
     embedding: int = setting(32, minimum=1, help="word embedding size")
     lstm: int = setting(128, minimum=1, help="question LSTM units")
     learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, warm-up then cosine decay")
+    rename_attributes: bool = setting(
+        True, help="train on questions with each attribute's values renamed at random"
+    )
+    position_scale: float = setting(1 / 3, help="factor on the objects' 3-D positions")
+    normalize_pair_sum: bool = setting(True, help="layer norm on the RN's pair sum before f")
     train_scenes: int = setting(6_000, minimum=1)
     valid_scenes: int = setting(300, minimum=1)
     test_scenes: int = setting(1_000, minimum=1)
@@ -130,6 +135,12 @@ class QuestionEncoder(nn.Module):
         return hidden
 
 
+def scaled_positions(objects: jax.Array, scale: float) -> jax.Array:
+    """Objects `[..., 18]` with their 3-D positions (the first 3 features) times `scale`
+    (CLEVR's positions span about -3..3; the one-hot attributes are 0 or 1)."""
+    return jnp.concatenate([objects[..., :3] * scale, objects[..., 3:]], axis=-1)
+
+
 class ClevrRN(nn.Module):
     """The relation network: logits `[B, 28]` from a batch (`objects` `[B, 10, 18]`,
     `object_mask` `[B, 10]`, `words` `[B, L]`, `length` `[B]`). Jittable."""
@@ -145,9 +156,11 @@ class ClevrRN(nn.Module):
         network = RelationNetwork(
             pair_features=(config.pair_width,) * 4,
             output_features=(config.output_width, config.output_width, len(vocab.answers())),
+            normalize_sum=config.normalize_pair_sum,
             name="rn",
         )
-        return network.dense(batch["objects"], question, batch["object_mask"])
+        objects = scaled_positions(batch["objects"], config.position_scale)
+        return network.dense(objects, question, batch["object_mask"])
 
 
 class ClevrMLP(nn.Module):
@@ -162,7 +175,8 @@ class ClevrMLP(nn.Module):
         question = QuestionEncoder(config.embedding, config.lstm, name="question")(
             batch["words"], batch["length"]
         )
-        objects, mask = batch["objects"], batch["object_mask"]
+        objects = scaled_positions(batch["objects"], config.position_scale)
+        mask = batch["object_mask"]
         table = (objects * mask[..., None]).reshape(objects.shape[0], -1)
         inputs = jnp.concatenate([table, mask.astype(objects.dtype), question], axis=-1)
         widths = (config.mlp_width,) * 4 + (len(vocab.answers()),)
@@ -261,13 +275,16 @@ def question_batch(data: dict[str, np.ndarray], questions: np.ndarray) -> dict[s
 
 
 def make_batch(config: ClevrConfig, train: dict[str, np.ndarray]) -> Callable[[int], dict]:
-    """`step -> batch` of `batch_size` training questions drawn uniformly; a pure function of the
-    step, so a resumed run sees the same batches. Host."""
+    """`step -> batch` of `batch_size` training questions drawn uniformly, with
+    `rename_attributes` each renamed at random (`task.Renaming`); a pure function of the step, so
+    a resumed run sees the same batches. Host."""
     num_questions = len(train["answer"])
+    renaming = task.Renaming() if config.rename_attributes else None
 
     def batch(step: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng([config.seed, 1_000, step])
-        return question_batch(train, rng.integers(0, num_questions, config.batch_size))
+        chosen = question_batch(train, rng.integers(0, num_questions, config.batch_size))
+        return chosen if renaming is None else renaming.apply(chosen, rng)
 
     return batch
 
