@@ -10,6 +10,7 @@ import optax
 import pytest
 
 from gnkit.demos import clevr as demo
+from gnkit.nn.relation_network import pair_graph
 from gnkit.tasks import clevr
 
 
@@ -145,3 +146,36 @@ def test_readme_default_run(tmp_path):
     assert rn["count"] == pytest.approx(0.445, abs=0.04)
     assert rn["query_attribute"] == pytest.approx(0.520, abs=0.04)
     assert min(rn["overall"], mlp["overall"]) > 0.43
+
+
+def test_training_batches_are_renamed_and_repeatable(small_data):
+    config = dataclasses.replace(demo.CONFIGS["tiny"], batch_size=32)
+    batches = demo.make_batch(config, small_data)
+    plain = demo.make_batch(dataclasses.replace(config, rename_attributes=False), small_data)
+    first, again, original = batches(3), batches(3), plain(3)
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    np.testing.assert_array_equal(first["length"], original["length"])
+    np.testing.assert_array_equal(first["object_mask"], original["object_mask"])
+    np.testing.assert_array_equal(first["objects"][..., :3], original["objects"][..., :3])
+    assert (first["words"] != original["words"]).any(axis=1).mean() > 0.5
+
+
+def test_positions_scaled_and_pair_sum_normalised_in_both_rn_layouts(small_data):
+    """The demo's RN (positions x 1/3, layer norm on the pair sum) equals `RelationNetwork`'s
+    edge-list layout with the same parameters on the scaled objects."""
+    config = demo.CONFIGS["tiny"]
+    model = demo.build_model("rn", config)
+    batch = demo.question_batch(small_data, np.arange(5))
+    params = model.init(jax.random.key(2), batch)
+    question = demo.QuestionEncoder(config.embedding, config.lstm).apply(
+        {"params": params["params"]["question"]}, batch["words"], batch["length"])
+    objects = batch["objects"].copy()
+    objects[..., :3] /= 3
+    network = demo.RelationNetwork(pair_features=(config.pair_width,) * 4,
+                                   output_features=(config.output_width,) * 2 + (28,),
+                                   normalize_sum=True)
+    graph = pair_graph(objects, np.asarray(question), batch["object_mask"])
+    edge_list = network.apply({"params": params["params"]["rn"]}, graph)
+    np.testing.assert_allclose(model.apply(params, batch), edge_list, atol=1e-4)
+    assert "sum_norm" in params["params"]["rn"]
