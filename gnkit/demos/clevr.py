@@ -71,7 +71,7 @@ class ClevrConfig:
     lstm: int = setting(128, minimum=1, help="question LSTM units")
     learning_rate: float = setting(1e-3, minimum=0.0, help="Adam, warm-up then cosine decay")
     rename_attributes: bool = setting(
-        True, help="train on questions with each attribute's values renamed at random"
+        False, help="train on questions with each attribute's values renamed at random"
     )
     position_scale: float = setting(1 / 3, help="factor on the objects' 3-D positions")
     normalize_pair_sum: bool = setting(True, help="layer norm on the RN's pair sum before f")
