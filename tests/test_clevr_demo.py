@@ -164,7 +164,8 @@ def test_training_batches_are_renamed_and_repeatable(small_data):
 def test_positions_scaled_and_pair_sum_normalised_in_both_rn_layouts(small_data):
     """The demo's RN (positions x 1/3, layer norm on the pair sum) equals `RelationNetwork`'s
     edge-list layout with the same parameters on the scaled objects."""
-    config = demo.CONFIGS["tiny"]
+    config = dataclasses.replace(demo.CONFIGS["tiny"], position_scale=1 / 3,
+                                 normalize_pair_sum=True)
     model = demo.build_model("rn", config)
     batch = demo.question_batch(small_data, np.arange(5))
     params = model.init(jax.random.key(2), batch)

@@ -62,7 +62,7 @@ class ClevrConfig:
     """Data, models and training of one run; every model in `models` gets the same budget."""
 
     models: tuple[ModelName, ...] = setting(("rn", "mlp"), help="models to train, in turn")
-    updates: int = setting(8_000, minimum=1, help="optimiser steps per model")
+    updates: int = setting(6_000, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="questions per update")
     pair_width: int = setting(128, minimum=1, help="width of the RN's 4 pair (g) layers")
     output_width: int = setting(128, minimum=1, help="width of the 2 hidden layers of f")
@@ -73,8 +73,8 @@ class ClevrConfig:
     rename_attributes: bool = setting(
         False, help="train on questions with each attribute's values renamed at random"
     )
-    position_scale: float = setting(1 / 3, help="factor on the objects' 3-D positions")
-    normalize_pair_sum: bool = setting(True, help="layer norm on the RN's pair sum before f")
+    position_scale: float = setting(1.0, help="factor on the objects' 3-D positions")
+    normalize_pair_sum: bool = setting(False, help="layer norm on the RN's pair sum before f")
     train_scenes: int = setting(6_000, minimum=1)
     valid_scenes: int = setting(300, minimum=1)
     test_scenes: int = setting(1_000, minimum=1)
@@ -137,7 +137,10 @@ class QuestionEncoder(nn.Module):
 
 def scaled_positions(objects: jax.Array, scale: float) -> jax.Array:
     """Objects `[..., 18]` with their 3-D positions (the first 3 features) times `scale`
-    (CLEVR's positions span about -3..3; the one-hot attributes are 0 or 1)."""
+    (CLEVR's positions span about -3..3; the one-hot attributes are 0 or 1); `objects` itself
+    for `scale == 1`."""
+    if scale == 1:
+        return objects
     return jnp.concatenate([objects[..., :3] * scale, objects[..., 3:]], axis=-1)
 
 
