@@ -149,7 +149,7 @@ def test_readme_default_run(tmp_path):
 
 
 def test_training_batches_are_renamed_and_repeatable(small_data):
-    config = dataclasses.replace(demo.CONFIGS["tiny"], batch_size=32)
+    config = dataclasses.replace(demo.CONFIGS["tiny"], batch_size=32, rename_attributes=True)
     batches = demo.make_batch(config, small_data)
     plain = demo.make_batch(dataclasses.replace(config, rename_attributes=False), small_data)
     first, again, original = batches(3), batches(3), plain(3)
