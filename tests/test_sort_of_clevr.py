@@ -289,8 +289,28 @@ def test_batch_norm_is_calibrated_on_training_images(data):
     stats = tuned["batch_stats"]["cnn"]["BatchNorm_0"]
     np.testing.assert_allclose(stats["mean"], conv.mean(axis=(0, 1, 2)), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(stats["var"], conv.var(axis=(0, 1, 2)), rtol=1e-3, atol=1e-5)
-    plain = _tiny(batch_norm=False)  # without batch norm the parameters are returned as they are
+    plain = _tiny(batch_norm=False, pooled_batch_norm=False)  # without batch norm: unchanged
     assert demo.calibrated("rn", plain, params, data) is params
+
+
+def test_pooled_batch_norm_standardises_each_feature_over_the_batch():
+    """In training, f sees each pooled feature of g minus its mean over the batch's questions,
+    over its standard deviation (NumPy; batch norm's scale 1 and offset 0 at initialisation)."""
+    import jax
+
+    from gnkit.demos.sort_of_clevr import CellRelationNetwork
+
+    rng = np.random.default_rng(3)
+    objects = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    questions = rng.normal(size=(3, 2, 6)).astype(np.float32)
+    network = CellRelationNetwork((8, 8), (7, 3), reduction="mean", pooled_batch_norm=True)
+    variables = network.init(jax.random.key(0), objects, questions)
+    got, _ = network.apply(variables, objects, questions, True, mutable=["batch_stats"])
+    params = variables["params"]
+    pooled = _pair_sum(objects, questions, params) / 16.0  # [3, 2, 8]
+    mean, var = pooled.mean(axis=(0, 1)), pooled.var(axis=(0, 1))
+    want = _mlp((pooled - mean) / np.sqrt(var + 1e-5), params["output"])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-4)
 
 
 def _pair_sum(objects, questions, params):

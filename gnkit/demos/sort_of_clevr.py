@@ -15,7 +15,10 @@ much as the image does.
   objects of a relation network: `g` over all ordered cell pairs with the question vector, summed
   (`nn.RelationNetwork.dense`) or averaged (`pair_reduction="mean"`, `CellRelationNetwork`), then
   `f` to the 10 answers. With `pair_geometry` (a departure from the paper's RN), `g` also sees
-  each pair's offset and distance, `(x_s - x_r, y_s - y_r, |s - r|)`, in its first layer.
+  each pair's offset and distance, `(x_s - x_r, y_s - y_r, |s - r|)`, in its first layer. With
+  `pooled_batch_norm` (also a departure), the pooled pair features are batch-normalised before
+  `f`, so that differences between questions and images, small against the pooled mean, reach `f`
+  at unit scale.
 - `mlp`: the flattened map and the question through an MLP (the paper's CNN+MLP baseline).
 
 `gnkit sort-of-clevr train` generates the data set (cached in the run directory as
@@ -84,6 +87,10 @@ class SortOfClevrConfig:
     pair_reduction: Literal["sum", "mean"] = setting("mean", help="RN: pool g over the pairs")
     pair_geometry: bool = setting(
         True, help="RN: g also sees each cell pair's offset and distance (not in the paper)"
+    )
+    pooled_batch_norm: bool = setting(
+        False,
+        help="RN: batch normalisation of the pooled pair features before f (not in the paper)",
     )
     output_features: tuple[int, ...] = setting(
         (256, 256), minimum=1, help="RN's f before the answer layer"
@@ -223,15 +230,18 @@ class CellRelationNetwork(nn.Module):
     The first layer of `g` is factorised as in `nn.RelationNetwork` (`A o_i + B o_j + C q + b`),
     and the object projections are shared by the questions of an image. It is `nn.RelationNetwork`
     (whose sum is unscaled) but for the mean: with the sum, the input of `f` grows with the
-    `n^2` pairs. Jittable."""
+    `n^2` pairs. With `pooled_batch_norm`, the pooled features go through batch normalisation
+    (named `pooled_norm`) before `f`: the batch's statistics when `train`, else `batch_stats`.
+    Jittable."""
 
     pair_features: tuple[int, ...]
     output_features: tuple[int, ...]
     reduction: Literal["mean", "sum"] = "mean"
     geometry: bool = False
+    pooled_batch_norm: bool = False
 
     @nn.compact
-    def __call__(self, objects: jax.Array, questions: jax.Array) -> jax.Array:
+    def __call__(self, objects: jax.Array, questions: jax.Array, train: bool = False) -> jax.Array:
         first = self.pair_features[0]
         receiver = nn.Dense(first, use_bias=False, name="pair_0_receiver")(objects)
         sender = nn.Dense(first, use_bias=False, name="pair_0_sender")(objects)
@@ -246,6 +256,9 @@ class CellRelationNetwork(nn.Module):
         pooled = hidden.sum(axis=(2, 3))
         if self.reduction == "mean":
             pooled = pooled / (objects.shape[1] ** 2)
+        if self.pooled_batch_norm:
+            norm = nn.BatchNorm(use_running_average=not train, momentum=0.0, name="pooled_norm")
+            pooled = norm(pooled)
         return MLP(self.output_features, name="output")(pooled)
 
 
@@ -264,11 +277,15 @@ class CnnRelationNetwork(nn.Module):
         if config.balance_question:
             questions = questions * np.sqrt(objects.shape[-1])
         features = (tuple(config.pair_features), (*config.output_features, task.NUM_ANSWERS))
-        if config.pair_reduction == "mean" or config.pair_geometry:
+        if config.pair_reduction == "mean" or config.pair_geometry or config.pooled_batch_norm:
             network = CellRelationNetwork(
-                *features, config.pair_reduction, config.pair_geometry, name="rn"
+                *features,
+                config.pair_reduction,
+                config.pair_geometry,
+                config.pooled_batch_norm,
+                name="rn",
             )
-            return network(objects, questions)
+            return network(objects, questions, train)
         num_images, num_questions = questions.shape[:2]
         network = RelationNetwork(*features, name="rn")
         per_question = jnp.repeat(objects, num_questions, axis=0)
@@ -387,15 +404,21 @@ def answer_fn(name: str, config: SortOfClevrConfig) -> Callable[[Any, dict], jax
 CALIBRATION_IMAGES = 200
 
 
+def uses_batch_norm(name: str, config: SortOfClevrConfig) -> bool:
+    """Whether model `name` has batch-norm layers: in its CNN, or (the RN) on the pooled pairs."""
+    return config.batch_norm or (name == "rn" and config.pooled_batch_norm)
+
+
 def calibrated(name: str, config: SortOfClevrConfig, params, train: dict[str, np.ndarray]):
     """`params` with the batch-norm statistics (`batch_stats`) of the first `CALIBRATION_IMAGES`
-    training images, for answering in test mode; unchanged without `batch_norm`. (The training
-    step normalises by each batch's own statistics and keeps none.) Host driver."""
-    if not config.batch_norm:
+    training images, each with its first non-relational and first relational question, for
+    answering in test mode; unchanged without batch norm. (The training step normalises by each
+    batch's own statistics and keeps none.) Host driver."""
+    if not uses_batch_norm(name, config):
         return params
     images = np.arange(min(CALIBRATION_IMAGES, len(train["images"])))
     batch = {
-        key: value[:, :1] if value.ndim == 2 else value
+        key: value[:, :: task.QUESTIONS_PER_KIND] if value.ndim == 2 else value
         for key, value in image_batch(train, images).items()
     }
     model = build_model(name, config)
