@@ -59,6 +59,7 @@ DOCUMENTED_MODULES = [
     "gnkit.tasks.clevr.questions",
     "gnkit.tasks.clevr.files",
     "gnkit.tasks.clevr.vocab",
+    "gnkit.tasks.clevr.augment",
     "gnkit.kg.scorers",
     "gnkit.kg.training",
     "gnkit.kg.evaluation",

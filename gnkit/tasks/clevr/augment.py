@@ -6,8 +6,8 @@ whose answer is still right: "What color is the large cube?" about a scene whose
 red becomes "What color is the small cylinder?" about the same scene with every large object made
 small, every cube a cylinder and every red object blue, answer `blue`. Training on renamed copies
 takes away the shortcuts a small data set offers (remembering which answers a question's words
-went with) and leaves the model only the object table to answer from. Host (NumPy), applied to a
-batch of `encode`d arrays.
+went with) and leaves the model only the object table to answer from. Host (NumPy), applied to
+a batch of the arrays of `encode`.
 
 >>> from gnkit.tasks.clevr import encode, generate
 >>> scenes, questions = generate(1, seed=0)
