@@ -24,8 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnkit.tasks.clevr import vocab
-
-_COLUMN_ORDER = ("color", "shape", "material", "size")  # the one-hot blocks of `object_table`
+from gnkit.tasks.clevr.files import TABLE_ATTRIBUTES, attribute_columns
 
 
 class Renaming:
@@ -37,16 +36,14 @@ class Renaming:
     (counts, yes / no, relations, "thing") are kept.
     """
 
-    def __init__(self, attributes: tuple[str, ...] = _COLUMN_ORDER):
+    def __init__(self, attributes: tuple[str, ...] = TABLE_ATTRIBUTES):
         self.attributes = attributes
         word_ids = {word: i for i, word in enumerate(vocab.words())}
         answer_ids = {answer: i for i, answer in enumerate(vocab.answers())}
-        self._columns, self._words, self._answers = {}, {}, {}
-        column = 3
-        for name in _COLUMN_ORDER:
+        self._columns = attribute_columns()
+        self._words, self._answers = {}, {}
+        for name in TABLE_ATTRIBUTES:
             names = vocab.values(name)
-            self._columns[name] = column + np.arange(len(names))
-            column += len(names)
             # Per value: the ids of the words naming it (every synonym, singular and plural) and
             # the ids of its own word, singular and plural (how a value renamed to it is written).
             naming = [vocab.synonyms().get(value, [value]) for value in names]

@@ -22,8 +22,22 @@ from gnkit.tasks.clevr import scenes as scene_module
 from gnkit.tasks.clevr import vocab
 from gnkit.tasks.clevr.questions import QuestionGenerator
 
-OBJECT_FEATURES = 3 + sum(len(vocab.values(name)) for name in ("color", "shape", "material",
-                                                                 "size"))
+TABLE_ATTRIBUTES = ("color", "shape", "material", "size")
+"""The one-hot attribute blocks of an object's state description, in column order."""
+
+
+def attribute_columns() -> dict[str, np.ndarray]:
+    """Per attribute of `TABLE_ATTRIBUTES`, the state-description columns of its values (in
+    `vocab.values` order), after the 3 position columns."""
+    columns, start = {}, 3
+    for name in TABLE_ATTRIBUTES:
+        count = len(vocab.values(name))
+        columns[name] = start + np.arange(count)
+        start += count
+    return columns
+
+
+OBJECT_FEATURES = 3 + sum(len(vocab.values(name)) for name in TABLE_ATTRIBUTES)
 """Width of one object's state description: 3-D position and four one-hot attributes (18)."""
 
 
@@ -88,10 +102,10 @@ def object_table(scenes: list[dict[str, Any]], max_objects: int = scene_module.M
     of real objects `[S, max_objects]` bool."""
     table = np.zeros((len(scenes), max_objects, OBJECT_FEATURES), np.float32)
     mask = np.zeros((len(scenes), max_objects), bool)
-    offsets, column = {}, 3
-    for name in ("color", "shape", "material", "size"):
-        offsets[name] = {value: column + i for i, value in enumerate(vocab.values(name))}
-        column += len(vocab.values(name))
+    offsets = {
+        name: dict(zip(vocab.values(name), columns.tolist(), strict=True))
+        for name, columns in attribute_columns().items()
+    }
     for s, scene in enumerate(scenes):
         for o, obj in enumerate(scene["objects"][:max_objects]):
             table[s, o, :3] = obj["3d_coords"]
