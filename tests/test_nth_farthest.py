@@ -1,6 +1,7 @@
 """Tests of the N-th farthest task generator, its labels recomputed independently, and the demo."""
 
 import itertools
+from dataclasses import replace as dataclasses_replace
 
 import numpy as np
 import pytest
@@ -88,6 +89,49 @@ def test_curriculum_asks_one_more_rank_per_stage():
     assert stages == {0: [0], 9: [0], 10: [0, 1], 29: [0, 1, 2], 30: None}
     assert demo.curriculum_choices(demo.NthFarthestConfig(), 0) is None
     assert demo.trivial_accuracy(8) == 1 / 8 + 7 / 8 * 1 / 7
+
+
+def test_learning_rate_is_constant_until_every_n_is_asked_then_cosine_decays():
+    import math
+
+    from gnkit.demos import nth_farthest as demo
+
+    config = demo.NthFarthestConfig(
+        num_objects=4, curriculum_updates=10, updates=50, learning_rate=1e-3,
+        final_learning_rate_fraction=0.1,
+    )
+    schedule = demo.learning_rate_schedule(config)
+    halfway = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 2)))
+    expected = {0: 1e-3, 29: 1e-3, 30: 1e-3, 40: halfway, 50: 1e-4, 60: 1e-4}
+    assert {u: float(schedule(u)) for u in expected} == pytest.approx(expected, rel=1e-6)
+    no_curriculum = dataclasses_replace(config, curriculum_updates=0)
+    assert float(demo.learning_rate_schedule(no_curriculum)(25)) == pytest.approx(halfway)
+
+
+def test_optimizer_steps_follow_the_schedule_and_constant_keeps_plain_adam():
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from gnkit.demos import nth_farthest as demo
+
+    config = demo.NthFarthestConfig(
+        num_objects=3, curriculum_updates=1, updates=4, learning_rate=1e-2,
+        final_learning_rate_fraction=0.1,
+    )
+    opt = demo.optimizer(config)
+    params = jnp.zeros(())
+    state = opt.init(params)
+    steps = []
+    for _ in range(4):  # a constant gradient: each Adam step moves by the learning rate
+        update, state = opt.update(jnp.ones(()), state, params)
+        steps.append(-float(update))
+    assert steps == pytest.approx([1e-2, 1e-2, 1e-2, 1e-2 * (0.1 + 0.9 * 0.5)], rel=1e-4)
+    constant = dataclasses_replace(config, final_learning_rate_fraction=1.0)
+    plain = optax.chain(optax.clip_by_global_norm(5.0), optax.adam(1e-2))
+    assert jax.tree.structure(demo.optimizer(constant).init(params)) == jax.tree.structure(
+        plain.init(params)
+    )
 
 
 def test_bad_batch_size():

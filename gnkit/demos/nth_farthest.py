@@ -93,7 +93,12 @@ class NthFarthestConfig:
     )
     updates: int = setting(3_500, minimum=1, help="optimiser steps per model")
     batch_size: int = setting(64, minimum=1, help="sequences per update")
-    learning_rate: float = setting(5e-4, minimum=0.0, help="Adam, constant")
+    learning_rate: float = setting(5e-4, minimum=0.0, help="Adam, constant until decay_start")
+    final_learning_rate_fraction: float = setting(
+        1.0,
+        minimum=0.0,
+        help="cosine decay from decay_start to this fraction of learning_rate (1: constant)",
+    )
     clip_norm: float = setting(5.0, minimum=0.0, help="gradient global-norm clip")
     mem_slots: int = setting(8, minimum=1, help="RMC memory slots")
     num_heads: int = setting(8, minimum=1, help="RMC attention heads")
@@ -252,10 +257,32 @@ def loss_fn(model: nn.Module):
     return loss
 
 
+def decay_start(config: NthFarthestConfig) -> int:
+    """The update from which every `n` is asked (`curriculum_updates * (K - 1)`, 0 without a
+    curriculum): the learning rate is constant before it and decays after it."""
+    return config.curriculum_updates * (config.num_objects - 1)
+
+
+def learning_rate_schedule(config: NthFarthestConfig) -> optax.Schedule:
+    """`update -> learning rate`: `learning_rate` until `decay_start`, then a cosine decay to
+    `final_learning_rate_fraction * learning_rate` at `updates` (constant after it)."""
+    start = min(decay_start(config), config.updates)
+    decay = optax.cosine_decay_schedule(
+        config.learning_rate,
+        decay_steps=max(1, config.updates - start),
+        alpha=config.final_learning_rate_fraction,
+    )
+    constant = optax.constant_schedule(config.learning_rate)
+    return optax.join_schedules([constant, decay], boundaries=[start])
+
+
 def optimizer(config: NthFarthestConfig) -> optax.GradientTransformation:
-    """Adam at a constant `learning_rate`, gradient global norm clipped at `clip_norm`."""
+    """Adam at `learning_rate_schedule` (a plain constant when `final_learning_rate_fraction`
+    is 1), gradient global norm clipped at `clip_norm`."""
     clip = optax.clip_by_global_norm(config.clip_norm)
-    return optax.chain(clip, optax.adam(config.learning_rate))
+    if config.final_learning_rate_fraction == 1.0:
+        return optax.chain(clip, optax.adam(config.learning_rate))
+    return optax.chain(clip, optax.adam(learning_rate_schedule(config)))
 
 
 @functools.partial(jax.jit, static_argnums=0)
