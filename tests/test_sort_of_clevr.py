@@ -169,7 +169,8 @@ def test_question_features_match_the_task_encoding(data):
 
 _OPTIONS = {"conv_strides": (2, 2, 2, 3), "normalize_cnn": True, "balance_question": True,
             "pair_reduction": "mean"}
-_BATCH_NORM = {"batch_norm": True, "pair_geometry": True, "pair_reduction": "sum"}
+_BATCH_NORM = {"batch_norm": True, "pair_geometry": True, "pair_reduction": "sum",
+               "colour_channels": 4}
 
 
 @pytest.mark.parametrize("options", [{}, _OPTIONS, _BATCH_NORM],
@@ -226,6 +227,30 @@ def test_cell_relation_network_is_the_library_rn_summed_or_averaged():
     got_mean = np.asarray(averaged.apply({"params": mine}, objects, questions)).reshape(6, 3)
     want_mean = _mlp(pair_sum / 25.0, weights["output"]).reshape(6, 3)
     np.testing.assert_allclose(got_mean, want_mean, rtol=1e-4, atol=1e-5)
+
+
+def test_colour_path_is_the_cell_maximum_of_a_pixel_projection(data):
+    """Without normalisation the colour path is max over each cell's pixels of relu(ink W + b),
+    appended after the strided stack's channels; for a 4x4 map the windows are 19 pixels wide
+    (the last one 18)."""
+    import jax
+
+    from gnkit.demos.sort_of_clevr import ImageEncoder
+
+    encoder = ImageEncoder((2, 2, 2, 3), 5, normalize=False, colour_channels=3)
+    images = data["images"][:2]
+    params = encoder.init(jax.random.key(1), images)
+    got = np.asarray(encoder.apply(params, images))
+    assert got.shape == (2, 4, 4, 5 + 3)
+    colour = params["params"]["Conv_4"]
+    ink = 1.0 - images.astype(np.float64) / 255.0
+    pixels = np.maximum(ink @ np.asarray(colour["kernel"])[0, 0] + np.asarray(colour["bias"]), 0)
+    want = np.empty((2, 4, 4, 3))
+    for row in range(4):
+        for column in range(4):
+            window = pixels[:, 19 * row : 19 * (row + 1), 19 * column : 19 * (column + 1)]
+            want[:, row, column] = window.max(axis=(1, 2))
+    np.testing.assert_allclose(got[..., 5:], want, rtol=1e-5, atol=1e-6)
 
 
 def test_pair_geometry_by_hand():

@@ -4,7 +4,10 @@ Images and questions from `gnkit.tasks.sort_of_clevr` (6 objects, 10 relational 
 non-relational questions per image). Both models share the image encoder: 3x3 convolutions with
 the strides of `conv_strides`, `conv_channels` channels, instance normalisation (when
 `normalize_cnn`) or batch normalisation (when `batch_norm`) and ReLU, which turn a 75x75 image
-into a small feature map (4x4 for strides 2, 2, 2, 3; 5x5 for four of 2). Each image is encoded
+into a small feature map (4x4 for strides 2, 2, 2, 3; 5x5 for four of 2). With
+`colour_channels` (a departure from the paper's CNN), a second path beside the strided stack
+keeps each cell's colours apart: a 1x1 convolution of the pixels (normalised as the stack, ReLU),
+max-pooled over each cell of the map and appended to the cell's features. Each image is encoded
 once and `questions_per_image` of its 20 questions (drawn at random each update) are answered
 from the same map. With `balance_question` the question vector (one-hot colour, relational flag,
 type) is multiplied by the square root of the number of image features that enter the same layer
@@ -76,6 +79,9 @@ class SortOfClevrConfig:
         (2, 2, 2, 2), minimum=1, help="strides of the encoder's 3x3 convolutions, one a layer"
     )
     conv_channels: int = setting(24, minimum=1)
+    colour_channels: int = setting(
+        0, minimum=0, help="per-pixel 1x1-convolution channels max-pooled per cell (0: none)"
+    )
     normalize_cnn: bool = setting(False, help="instance normalisation after each convolution")
     batch_norm: bool = setting(
         True, help="batch normalisation after each convolution (replaces normalize_cnn)"
@@ -169,24 +175,45 @@ class ImageEncoder(nn.Module):
     `train`, each channel is normalised by its mean and variance over the batch's images and
     cells; otherwise by the `batch_stats` collection, which `calibrated` sets to the statistics
     of a fixed batch of training images (momentum 0: one train-mode pass stores that batch's
-    statistics). Jittable."""
+    statistics).
+
+    With `colour_channels` > 0, the map `[B, h, w, channels]` gets `colour_channels` more
+    features per cell: a 1x1 convolution of the pixels, normalised as the stack and through
+    ReLU, then its maximum over each cell's window of `ceil(75 / h)` x `ceil(75 / w)` pixels.
+    A per-pixel colour detector keeps its colour in its own channel up to the cell, where the
+    strided 3x3 stack mixes neighbouring colours from its first layer. Jittable."""
 
     strides: tuple[int, ...]
     channels: int
     normalize: bool = True
     batch_norm: bool = False
+    colour_channels: int = 0
+
+    def _normalized(self, hidden: jax.Array, train: bool) -> jax.Array:
+        if self.batch_norm:
+            hidden = nn.BatchNorm(use_running_average=not train, momentum=0.0)(hidden)
+        elif self.normalize:
+            hidden = nn.GroupNorm(num_groups=None, group_size=1)(hidden)
+        return nn.relu(hidden)
 
     @nn.compact
     def __call__(self, images: jax.Array, train: bool = False) -> jax.Array:
-        hidden = 1.0 - images.astype(jnp.float32) / 255.0
+        ink = 1.0 - images.astype(jnp.float32) / 255.0
+        hidden = ink
         for stride in self.strides:
             hidden = nn.Conv(self.channels, (3, 3), strides=stride, padding="SAME")(hidden)
-            if self.batch_norm:
-                hidden = nn.BatchNorm(use_running_average=not train, momentum=0.0)(hidden)
-            elif self.normalize:
-                hidden = nn.GroupNorm(num_groups=None, group_size=1)(hidden)
-            hidden = nn.relu(hidden)
-        return hidden
+            hidden = self._normalized(hidden, train)
+        if not self.colour_channels:
+            return hidden
+        colours = self._normalized(nn.Conv(self.colour_channels, (1, 1))(ink), train)
+        window = tuple(-(-size // cells) for size, cells in zip(ink.shape[1:3], hidden.shape[1:3]))
+        pooled = nn.max_pool(colours, window, strides=window, padding="SAME")
+        if pooled.shape[1:3] != hidden.shape[1:3]:
+            raise ValueError(
+                f"the colour path's {pooled.shape[1:3]} cells do not match the"
+                f" {hidden.shape[1:3]} map of conv_strides {self.strides}"
+            )
+        return jnp.concatenate([hidden, pooled], axis=-1)
 
 
 def image_encoder(config: SortOfClevrConfig) -> ImageEncoder:
@@ -197,6 +224,7 @@ def image_encoder(config: SortOfClevrConfig) -> ImageEncoder:
         config.conv_channels,
         config.normalize_cnn,
         config.batch_norm,
+        config.colour_channels,
         name="cnn",
     )
 
