@@ -206,7 +206,8 @@ class ImageEncoder(nn.Module):
         if not self.colour_channels:
             return hidden
         colours = self._normalized(nn.Conv(self.colour_channels, (1, 1))(ink), train)
-        window = tuple(-(-size // cells) for size, cells in zip(ink.shape[1:3], hidden.shape[1:3]))
+        sizes = zip(ink.shape[1:3], hidden.shape[1:3], strict=True)
+        window = tuple(-(-size // cells) for size, cells in sizes)
         pooled = nn.max_pool(colours, window, strides=window, padding="SAME")
         if pooled.shape[1:3] != hidden.shape[1:3]:
             raise ValueError(
