@@ -253,6 +253,24 @@ def test_colour_path_is_the_cell_maximum_of_a_pixel_projection(data):
     np.testing.assert_allclose(got[..., 5:], want, rtol=1e-5, atol=1e-6)
 
 
+def test_cell_centroids_by_hand():
+    """One channel on a 5x5 image in 3x3 cells (the last row and column partial): offsets are
+    in half-cell widths from each cell's centre pixel, weighted by the values."""
+    from gnkit.demos.sort_of_clevr import cell_centroids
+
+    weights = np.zeros((1, 5, 5, 1), np.float32)
+    weights[0, 0, 2, 0] = 1.0  # top-left cell, right column: x = +2/3
+    weights[0, 2, 0, 0] = 3.0  # top-left cell, bottom row, left column
+    weights[0, 4, 4, 0] = 2.0  # bottom-right cell (2x2 pixels), its second pixel both ways
+    got = np.asarray(cell_centroids(weights, (3, 3)))
+    assert got.shape == (1, 2, 2, 2)
+    want_x = (1 * 2 / 3 + 3 * -2 / 3) / 4
+    want_y = (1 * -2 / 3 + 3 * 2 / 3) / 4
+    np.testing.assert_allclose(got[0, 0, 0], [want_x, want_y], rtol=1e-6)
+    np.testing.assert_allclose(got[0, 1, 1], [0.0, 0.0], atol=1e-7)  # (2 * 1 + 1) / 3 - 1
+    np.testing.assert_allclose(got[0, 0, 1], [0.0, 0.0])  # empty cell
+
+
 def test_pair_geometry_by_hand():
     from gnkit.demos.sort_of_clevr import pair_geometry
 
@@ -433,7 +451,8 @@ def test_cli_trains_and_evaluates_at_tiny_size(tmp_path, capsys):
     results = json.loads(out.read_text())
     for name in ("rn", "mlp"):
         entry = results["models"][name]
-        assert entry["updates"] == 6 and 0 <= entry["relational"] <= 1
+        # The best validated state: evaluations at updates 3 and 6.
+        assert entry["updates"] in (3, 6) and 0 <= entry["relational"] <= 1
     assert {p.name for p in run.glob("*.png")} == {"accuracy.png", "examples.png"}
     assert {p.name for p in run.glob("data_*.npz")} == {"data_train.npz", "data_valid.npz",
                                                        "data_test.npz"}
@@ -457,8 +476,8 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
 
 # The README's numbers: `gnkit sort-of-clevr train` with the default config, seed 0.
 README_ACCURACY = {
-    "rn": {"relational": 0.718, "non_relational": 0.622},
-    "mlp": {"relational": 0.732, "non_relational": 0.669},
+    "rn": {"relational": 0.828, "non_relational": 0.994},
+    "mlp": {"relational": 0.436, "non_relational": 0.833},
 }
 
 
@@ -474,6 +493,6 @@ def test_the_readme_command_reproduces_its_numbers(tmp_path):
         for kind, value in accuracy.items():
             # Same seed, same data, same order: CPU runs agree up to float summation order.
             assert models[name][kind] == pytest.approx(value, abs=0.03), (name, kind)
-    # What the README reports at this budget: both models answer from the whole scene.
-    for name in README_ACCURACY:
-        assert models[name]["by_type"]["count"] > 0.7, name
+    # What the README reports at this budget: the RN counts and the MLP cannot.
+    assert models["rn"]["by_type"]["count"] > 0.95
+    assert models["mlp"]["by_type"]["count"] < 0.5

@@ -80,7 +80,10 @@ class SortOfClevrConfig:
     )
     conv_channels: int = setting(24, minimum=1)
     colour_channels: int = setting(
-        0, minimum=0, help="per-pixel 1x1-convolution channels max-pooled per cell (0: none)"
+        32, minimum=0, help="per-pixel 1x1-convolution channels max-pooled per cell (0: none)"
+    )
+    colour_centroids: bool = setting(
+        False, help="colour path: each channel's centroid within the cell, beside its maximum"
     )
     normalize_cnn: bool = setting(False, help="instance normalisation after each convolution")
     batch_norm: bool = setting(
@@ -95,7 +98,7 @@ class SortOfClevrConfig:
         True, help="RN: g also sees each cell pair's offset and distance (not in the paper)"
     )
     pooled_batch_norm: bool = setting(
-        False,
+        True,
         help="RN: batch normalisation of the pooled pair features before f (not in the paper)",
     )
     output_features: tuple[int, ...] = setting(
@@ -122,10 +125,10 @@ class SortOfClevrConfig:
 
 CONFIGS = {
     "default": SortOfClevrConfig(),
-    # The paper's RN (g of four 256-wide layers summed over the pairs, no pair geometry; f of
-    # 256, 256) with the reference code's batch of 64 (image, question) pairs and Adam 1e-4;
-    # the update count (about 65 epochs) is a guess at an accelerator's budget, the paper gives
-    # none.
+    # The paper's CNN and RN (no colour path; g of four 256-wide layers summed over the pairs,
+    # no pair geometry, no pooled batch norm; f of 256, 256) with the reference code's batch of
+    # 64 (image, question) pairs and Adam 1e-4; the update count (about 65 epochs) is a guess
+    # at an accelerator's budget, the paper gives none.
     "paper": SortOfClevrConfig(
         updates=200_000,
         images_per_batch=64,
@@ -133,6 +136,8 @@ CONFIGS = {
         pair_features=(256,) * 4,
         pair_reduction="sum",
         pair_geometry=False,
+        pooled_batch_norm=False,
+        colour_channels=0,
         learning_rate=1e-4,
     ),
     "tiny": SortOfClevrConfig(
@@ -181,13 +186,17 @@ class ImageEncoder(nn.Module):
     features per cell: a 1x1 convolution of the pixels, normalised as the stack and through
     ReLU, then its maximum over each cell's window of `ceil(75 / h)` x `ceil(75 / w)` pixels.
     A per-pixel colour detector keeps its colour in its own channel up to the cell, where the
-    strided 3x3 stack mixes neighbouring colours from its first layer. Jittable."""
+    strided 3x3 stack mixes neighbouring colours from its first layer. With `colour_centroids`
+    each cell also gets, per colour channel, where in the cell that channel's activation lies
+    (`cell_centroids`: `2 * colour_channels` more features), the position within the cell that
+    the maximum drops. Jittable."""
 
     strides: tuple[int, ...]
     channels: int
     normalize: bool = True
     batch_norm: bool = False
     colour_channels: int = 0
+    colour_centroids: bool = False
 
     def _normalized(self, hidden: jax.Array, train: bool) -> jax.Array:
         if self.batch_norm:
@@ -208,13 +217,52 @@ class ImageEncoder(nn.Module):
         colours = self._normalized(nn.Conv(self.colour_channels, (1, 1))(ink), train)
         sizes = zip(ink.shape[1:3], hidden.shape[1:3], strict=True)
         window = tuple(-(-size // cells) for size, cells in sizes)
-        pooled = nn.max_pool(colours, window, strides=window, padding="SAME")
+        pooled = nn.max_pool(padded_to_cells(colours, window), window, strides=window)
         if pooled.shape[1:3] != hidden.shape[1:3]:
             raise ValueError(
                 f"the colour path's {pooled.shape[1:3]} cells do not match the"
                 f" {hidden.shape[1:3]} map of conv_strides {self.strides}"
             )
-        return jnp.concatenate([hidden, pooled], axis=-1)
+        if not self.colour_centroids:
+            return jnp.concatenate([hidden, pooled], axis=-1)
+        centroids = cell_centroids(colours, window)
+        return jnp.concatenate([hidden, pooled, centroids], axis=-1)
+
+
+def padded_to_cells(values: jax.Array, window: tuple[int, int]) -> jax.Array:
+    """`values` `[B, H, W, K]` with zero rows and columns appended at the bottom and right, so
+    that cells of `window` pixels tile them. Jittable."""
+    rows, columns = (-size % cell for size, cell in zip(values.shape[1:3], window, strict=True))
+    return jnp.pad(values, ((0, 0), (0, rows), (0, columns), (0, 0)))
+
+
+def cell_centroids(weights: jax.Array, window: tuple[int, int]) -> jax.Array:
+    """Where each channel's non-negative `weights` `[B, H, W, K]` lie within each cell of
+    `window` pixels: `[B, h, w, 2K]`, the x then the y offsets of each channel's weighted mean
+    pixel from the cell's centre, in half-cell widths (in [-1, 1]; 0 where the channel is zero
+    over the cell). Cells tile the image from its top-left pixel; the last row and column may
+    be partial. Jittable."""
+    _, height, width, _ = weights.shape
+
+    def offsets(size: int, cell: int) -> jax.Array:
+        within = jnp.arange(size) % cell
+        return (2.0 * within + 1.0) / cell - 1.0
+
+    def cell_sum(values: jax.Array) -> jax.Array:
+        padded = padded_to_cells(values, window)
+        batch, rows, columns, channels = padded.shape
+        cells = padded.reshape(
+            batch, rows // window[0], window[0], columns // window[1], window[1], channels
+        )
+        return cells.sum(axis=(2, 4))
+
+    x = offsets(width, window[1])[None, None, :, None]
+    y = offsets(height, window[0])[None, :, None, None]
+    mass = cell_sum(weights)
+    safe = jnp.where(mass > 0, mass, 1.0)
+    centroid_x = cell_sum(weights * x) / safe
+    centroid_y = cell_sum(weights * y) / safe
+    return jnp.concatenate([centroid_x, centroid_y], axis=-1)
 
 
 def image_encoder(config: SortOfClevrConfig) -> ImageEncoder:
@@ -226,6 +274,7 @@ def image_encoder(config: SortOfClevrConfig) -> ImageEncoder:
         config.normalize_cnn,
         config.batch_norm,
         config.colour_channels,
+        config.colour_centroids,
         name="cnn",
     )
 
