@@ -57,6 +57,31 @@ def test_answers_match_the_object_table(data):
             assert soc.ANSWER_NAMES[answer] == want, (image, question)
 
 
+def test_against_the_majority_by_hand_and_by_loop(data):
+    shapes = np.array([[0, 0, 0, 1, 1, 0]], np.int8)  # X = 3 (circle): others 4 squares, 1 circle
+    color = np.array([[3, 3, 3, 3, 4]])
+    relational = np.array([[True, True, True, False, True]])
+    kind = np.array([[0, 1, 2, 0, 0]])
+    answer = np.array([[soc.SQUARE + 1, soc.SQUARE, soc.COUNT_ONE + 1, soc.SQUARE + 1,
+                        soc.SQUARE + 1]])
+    got = soc.against_the_majority(shapes, color, relational, kind, answer)
+    # closest: circle, the minority; farthest: square; count and non-relational never;
+    # X = 4 (circle): others 4 squares, 1 circle, answer circle.
+    np.testing.assert_array_equal(got, [[True, False, False, False, True]])
+
+    got = soc.against_the_majority(data["shapes"], data["color"], data["relational"],
+                                   data["kind"], data["answer"])
+    for image in range(len(data["shapes"])):
+        for question in range(soc.QUESTIONS_PER_IMAGE):
+            x = data["color"][image, question]
+            others = [int(s) for k, s in enumerate(data["shapes"][image]) if k != x]
+            majority = 0 if others.count(0) > others.count(1) else 1
+            asked = data["relational"][image, question] and data["kind"][image, question] < 2
+            minority = data["answer"][image, question] - soc.SQUARE != majority
+            assert got[image, question] == (asked and minority)
+    assert 0 < got.sum() < (data["relational"] & (data["kind"] < 2)).sum()
+
+
 def test_every_question_type_and_answer_word_occurs():
     many = soc.generate(np.random.default_rng(1), 200)
     types = set(zip(many["relational"].ravel().tolist(), many["kind"].ravel().tolist(),
@@ -453,6 +478,7 @@ def test_cli_trains_and_evaluates_at_tiny_size(tmp_path, capsys):
         entry = results["models"][name]
         # The best validated state: evaluations at updates 3 and 6.
         assert entry["updates"] in (3, 6) and 0 <= entry["relational"] <= 1
+        assert 0 <= entry["against_the_majority"] <= 1
     assert {p.name for p in run.glob("*.png")} == {"accuracy.png", "examples.png"}
     assert {p.name for p in run.glob("data_*.npz")} == {"data_train.npz", "data_valid.npz",
                                                        "data_test.npz"}
@@ -476,8 +502,8 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
 
 # The README's numbers: `gnkit sort-of-clevr train` with the default config, seed 0.
 README_ACCURACY = {
-    "rn": {"relational": 0.828, "non_relational": 0.994},
-    "mlp": {"relational": 0.436, "non_relational": 0.833},
+    "rn": {"relational": 0.828, "non_relational": 0.994, "against_the_majority": 0.179},
+    "mlp": {"relational": 0.436, "non_relational": 0.833, "against_the_majority": 0.492},
 }
 
 

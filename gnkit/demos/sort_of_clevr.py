@@ -592,7 +592,14 @@ def validation_curves(run_dir: experiments.RunDir, name: str) -> dict[str, list[
 def evaluate_models(config, run_dir, options, states: dict[str, training.TrainingState], datasets):
     """Test accuracy per model on relational and non-relational questions; table, figures."""
     test = datasets["test"]
-    results: dict[str, Any] = {"test_questions": int(test["answer"].size), "models": {}}
+    minority = task.against_the_majority(
+        test["shapes"], test["color"], test["relational"], test["kind"], test["answer"]
+    )
+    results: dict[str, Any] = {
+        "test_questions": int(test["answer"].size),
+        "against_the_majority_questions": int(minority.sum()),
+        "models": {},
+    }
     predictions = {}
     for name, state in states.items():
         params = calibrated(name, config, state.params, datasets["train"])
@@ -609,6 +616,7 @@ def evaluate_models(config, run_dir, options, states: dict[str, training.Trainin
             "wall_minutes": round(float(state.wall_seconds) / 60, 2),
             "questions_per_cpu_second": round(questions / max(cpu_seconds, 1e-9), 1),
             "by_type": {key: round(value, 4) for key, value in by_type.items()},
+            "against_the_majority": round(float(correct[minority].mean()), 4),
         }
     results["paper"] = PAPER
     print(format_table(results))
@@ -643,6 +651,12 @@ def format_table(results: dict[str, Any]) -> str:
     for name, entry in results["models"].items():
         values = " ".join(f"{entry['by_type'].get(key, float('nan')):.3f}" for key in types)
         lines.append(f"{'CNN+' + name.upper():<14}{values}")
+    lines.append(
+        "closest / farthest whose answer is the minority shape of the other objects"
+        f" ({results['against_the_majority_questions']} questions):"
+    )
+    for name, entry in results["models"].items():
+        lines.append(f"{'CNN+' + name.upper():<14}{entry['against_the_majority']:>12.3f}")
     for name in results["models"]:
         entry = results["paper"][name]
         lines.append(

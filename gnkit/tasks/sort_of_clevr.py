@@ -201,6 +201,24 @@ def describe_question(color: int, relational: bool, kind: int) -> str:
     return texts[kind]
 
 
+def against_the_majority(
+    shapes: np.ndarray,
+    color: np.ndarray,
+    relational: np.ndarray,
+    kind: np.ndarray,
+    answer: np.ndarray,
+) -> np.ndarray:
+    """Which questions ask for the shape of the object closest to or farthest from X and have
+    as answer the shape held by fewer of the 5 objects other than X: bool `[I, Q]` (`shapes`
+    `[I, 6]`, the questions' arrays `[I, Q]`). Answering the others' majority shape, which X's
+    shape and the scene's shape counts give without locating any other object, gets exactly
+    these questions wrong. Host."""
+    rows = np.arange(shapes.shape[0])[:, None]
+    squares = np.sum(shapes == 0, axis=-1)[:, None] - (shapes[rows, color] == 0)
+    majority = np.where(squares >= 3, SQUARE, SQUARE + 1)
+    return np.asarray(relational, bool) & (kind < 2) & (answer != majority)
+
+
 def accuracy_by_kind(correct: np.ndarray, relational: np.ndarray) -> dict[str, float]:
     """Mean of `correct` over the relational and the non-relational questions (same shapes)."""
     correct, relational = np.asarray(correct, bool), np.asarray(relational, bool)
