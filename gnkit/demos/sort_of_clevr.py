@@ -217,7 +217,7 @@ class ImageEncoder(nn.Module):
         colours = self._normalized(nn.Conv(self.colour_channels, (1, 1))(ink), train)
         sizes = zip(ink.shape[1:3], hidden.shape[1:3], strict=True)
         window = tuple(-(-size // cells) for size, cells in sizes)
-        pooled = nn.max_pool(padded_to_cells(colours, window), window, strides=window)
+        pooled = cell_windows(colours, window).max(axis=(2, 4))
         if pooled.shape[1:3] != hidden.shape[1:3]:
             raise ValueError(
                 f"the colour path's {pooled.shape[1:3]} cells do not match the"
@@ -229,11 +229,21 @@ class ImageEncoder(nn.Module):
         return jnp.concatenate([hidden, pooled, centroids], axis=-1)
 
 
-def padded_to_cells(values: jax.Array, window: tuple[int, int]) -> jax.Array:
-    """`values` `[B, H, W, K]` with zero rows and columns appended at the bottom and right, so
-    that cells of `window` pixels tile them. Jittable."""
-    rows, columns = (-size % cell for size, cell in zip(values.shape[1:3], window, strict=True))
-    return jnp.pad(values, ((0, 0), (0, rows), (0, columns), (0, 0)))
+def cell_windows(values: jax.Array, window: tuple[int, int]) -> jax.Array:
+    """`values` `[B, H, W, K]` cut into cells of `window` pixels tiling them from the top-left
+    pixel: `[B, h, window[0], w, window[1], K]`, the last row and column of cells completed with
+    zeros. Reduce axes 2 and 4 to pool each cell. Jittable."""
+    batch, height, width, channels = values.shape
+    rows, columns = -height % window[0], -width % window[1]
+    padded = jnp.pad(values, ((0, 0), (0, rows), (0, columns), (0, 0)))
+    return padded.reshape(
+        batch,
+        (height + rows) // window[0],
+        window[0],
+        (width + columns) // window[1],
+        window[1],
+        channels,
+    )
 
 
 def cell_centroids(weights: jax.Array, window: tuple[int, int]) -> jax.Array:
@@ -249,12 +259,7 @@ def cell_centroids(weights: jax.Array, window: tuple[int, int]) -> jax.Array:
         return (2.0 * within + 1.0) / cell - 1.0
 
     def cell_sum(values: jax.Array) -> jax.Array:
-        padded = padded_to_cells(values, window)
-        batch, rows, columns, channels = padded.shape
-        cells = padded.reshape(
-            batch, rows // window[0], window[0], columns // window[1], window[1], channels
-        )
-        return cells.sum(axis=(2, 4))
+        return cell_windows(values, window).sum(axis=(2, 4))
 
     x = offsets(width, window[1])[None, None, :, None]
     y = offsets(height, window[0])[None, :, None, None]
