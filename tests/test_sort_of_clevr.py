@@ -254,6 +254,25 @@ def test_cell_relation_network_is_the_library_rn_summed_or_averaged():
     np.testing.assert_allclose(got_mean, want_mean, rtol=1e-4, atol=1e-5)
 
 
+def test_mean_max_reduction_gives_f_the_pair_mean_beside_the_pair_maximum():
+    """`reduction="mean_max"`: `f` of `[mean, max]` over the 25 ordered pairs, per feature of
+    `g` (NumPy reference with the module's own weights)."""
+    import jax
+
+    from gnkit.demos.sort_of_clevr import CellRelationNetwork
+
+    rng = np.random.default_rng(1)
+    objects = rng.normal(size=(2, 5, 4)).astype(np.float32)
+    questions = rng.normal(size=(2, 3, 6)).astype(np.float32)
+    network = CellRelationNetwork((8, 8), (7, 3), reduction="mean_max")
+    params = network.init(jax.random.key(2), objects, questions)["params"]
+    got = np.asarray(network.apply({"params": params}, objects, questions))
+    hidden = _pair_hidden(objects, questions, params)
+    pooled = np.concatenate([hidden.mean(axis=(2, 3)), hidden.max(axis=(2, 3))], axis=-1)
+    assert pooled.shape == (2, 3, 16)
+    np.testing.assert_allclose(got, _mlp(pooled, params["output"]), rtol=1e-4, atol=1e-5)
+
+
 def test_colour_path_is_the_cell_maximum_of_a_pixel_projection(data):
     """Without normalisation the colour path is max over each cell's pixels of relu(ink W + b),
     appended after the strided stack's channels; for a 4x4 map the windows are 19 pixels wide
@@ -383,6 +402,11 @@ def test_pooled_batch_norm_standardises_each_feature_over_the_batch():
 
 def _pair_sum(objects, questions, params):
     """NumPy: the sum over the ordered pairs of `g`, `[B, Q, H]`."""
+    return _pair_hidden(objects, questions, params).sum(axis=(2, 3))
+
+
+def _pair_hidden(objects, questions, params):
+    """NumPy: `g` of every ordered pair for every question, `[B, Q, n, n, H]`."""
     receiver = objects @ np.asarray(params["pair_0_receiver"]["kernel"])
     sender = objects @ np.asarray(params["pair_0_sender"]["kernel"])
     question = questions @ np.asarray(params["pair_0_question"]["kernel"]) + np.asarray(
@@ -390,8 +414,7 @@ def _pair_sum(objects, questions, params):
     first = receiver[:, None, :, None] + sender[:, None, None, :] + question[:, :, None, None]
     hidden = np.maximum(first, 0)
     layer = params["pair_1"]
-    hidden = np.maximum(hidden @ np.asarray(layer["kernel"]) + np.asarray(layer["bias"]), 0)
-    return hidden.sum(axis=(2, 3))
+    return np.maximum(hidden @ np.asarray(layer["kernel"]) + np.asarray(layer["bias"]), 0)
 
 
 def _mlp(inputs, params):

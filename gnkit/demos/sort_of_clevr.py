@@ -16,9 +16,10 @@ much as the image does.
 
 - `rn`: the cells of the map, each tagged with its `(x, y)` coordinates in [-1, 1], are the
   objects of a relation network: `g` over all ordered cell pairs with the question vector, summed
-  (`nn.RelationNetwork.dense`) or averaged (`pair_reduction="mean"`, `CellRelationNetwork`), then
-  `f` to the 10 answers. With `pair_geometry` (a departure from the paper's RN), `g` also sees
-  each pair's offset and distance, `(x_s - x_r, y_s - y_r, |s - r|)`, in its first layer. With
+  (`nn.RelationNetwork.dense`) or averaged (`pair_reduction="mean"`, `CellRelationNetwork`; with
+  `"mean_max"`, the mean beside the maximum over the pairs), then `f` to the 10 answers. With
+  `pair_geometry` (a departure from the paper's RN), `g` also sees each pair's offset and
+  distance, `(x_s - x_r, y_s - y_r, |s - r|)`, in its first layer. With
   `pooled_batch_norm` (also a departure), the pooled pair features are batch-normalised before
   `f`, so that differences between questions and images, small against the pooled mean, reach `f`
   at unit scale.
@@ -93,7 +94,9 @@ class SortOfClevrConfig:
         False, help="scale the question by sqrt(image features entering the same layer)"
     )
     pair_features: tuple[int, ...] = setting((64, 64, 64), minimum=1, help="RN's g")
-    pair_reduction: Literal["sum", "mean"] = setting("mean", help="RN: pool g over the pairs")
+    pair_reduction: Literal["sum", "mean", "mean_max"] = setting(
+        "mean", help="RN: pool g over the pairs (mean_max: the mean and the maximum side by side)"
+    )
     pair_geometry: bool = setting(
         True, help="RN: g also sees each cell pair's offset and distance (not in the paper)"
     )
@@ -307,8 +310,9 @@ def pair_geometry(coordinates: jax.Array) -> jax.Array:
 class CellRelationNetwork(nn.Module):
     """A relation network over the objects of each image for each of its questions:
     `f(reduce_{i,j} g(o_i, o_j, q))` over all ordered pairs `(i, j)`, `i = j` included, with
-    `reduce` the mean (or the sum) over the `n^2` pairs. Objects `[B, n, F]`, questions
-    `[B, Q, D]`; returns `[B, Q, output_features[-1]]`.
+    `reduce` the mean (or the sum) over the `n^2` pairs; with `"mean_max"`, each feature's mean
+    and maximum over the pairs side by side (`2 * pair_features[-1]` features). Objects
+    `[B, n, F]`, questions `[B, Q, D]`; returns `[B, Q, output_features[-1]]`.
 
     The first layer of `g` is factorised as in `nn.RelationNetwork` (`A o_i + B o_j + C q + b`),
     and the object projections are shared by the questions of an image. It is `nn.RelationNetwork`
@@ -319,7 +323,7 @@ class CellRelationNetwork(nn.Module):
 
     pair_features: tuple[int, ...]
     output_features: tuple[int, ...]
-    reduction: Literal["mean", "sum"] = "mean"
+    reduction: Literal["mean", "sum", "mean_max"] = "mean"
     geometry: bool = False
     pooled_batch_norm: bool = False
 
@@ -337,8 +341,10 @@ class CellRelationNetwork(nn.Module):
         for index, width in enumerate(self.pair_features[1:], start=1):
             hidden = nn.relu(nn.Dense(width, name=f"pair_{index}")(hidden))
         pooled = hidden.sum(axis=(2, 3))
-        if self.reduction == "mean":
+        if self.reduction != "sum":
             pooled = pooled / (objects.shape[1] ** 2)
+        if self.reduction == "mean_max":
+            pooled = jnp.concatenate([pooled, hidden.max(axis=(2, 3))], axis=-1)
         if self.pooled_batch_norm:
             norm = nn.BatchNorm(use_running_average=not train, momentum=0.0, name="pooled_norm")
             pooled = norm(pooled)
@@ -360,7 +366,7 @@ class CnnRelationNetwork(nn.Module):
         if config.balance_question:
             questions = questions * np.sqrt(objects.shape[-1])
         features = (tuple(config.pair_features), (*config.output_features, task.NUM_ANSWERS))
-        if config.pair_reduction == "mean" or config.pair_geometry or config.pooled_batch_norm:
+        if config.pair_reduction != "sum" or config.pair_geometry or config.pooled_batch_norm:
             network = CellRelationNetwork(
                 *features,
                 config.pair_reduction,
