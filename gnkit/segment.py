@@ -93,6 +93,29 @@ def _moments(data, segment_ids, num_segments, indices_are_sorted, unique_indices
     return centred, squares / counts
 
 
+def _jraph_mean_and_count(data, segment_ids, num_segments, indices_are_sorted, unique_indices):
+    """jraph's arithmetic for its named ops: means `[S, ...]` and counts clamped to 1 of the
+    data's full shape `[S, ...]` (a sum of ones), so the division rounds as jraph's does."""
+    flags = (indices_are_sorted, unique_indices)
+    sums = jax.ops.segment_sum(data, segment_ids, num_segments, *flags)
+    counts = jax.ops.segment_sum(jnp.ones_like(data), segment_ids, num_segments, *flags)
+    counts = jnp.maximum(counts, jnp.ones((), counts.dtype))
+    return sums / counts, counts
+
+
+def _jraph_moments(data, segment_ids, num_segments, indices_are_sorted, unique_indices):
+    """`_moments` with jraph's arithmetic (`_jraph_mean_and_count`): centred data `[E, ...]` and
+    variances `[S, ...]`, bit for bit as jraph computes them."""
+    means, counts = _jraph_mean_and_count(
+        data, segment_ids, num_segments, indices_are_sorted, unique_indices
+    )
+    centred = data - _gather(means, segment_ids, indices_are_sorted)
+    squares = jax.ops.segment_sum(
+        centred * centred, segment_ids, means.shape[0], indices_are_sorted, unique_indices
+    )
+    return centred, squares / counts
+
+
 def segment_sum(
     data: jax.Array,
     segment_ids: jax.Array,
@@ -124,7 +147,8 @@ def segment_mean(
 ) -> jax.Array:
     """Mean of each segment: `[E, ...]` -> `[S, ...]`, 0 for an empty segment. Jittable.
 
-    Sum divided by `max(count, 1)`, as jraph; integer data gives a float mean.
+    Sum divided by `max(count, 1)` with jraph's arithmetic (the count is a sum of ones of the
+    data's shape), so the result equals jraph's to the bit; integer data gives a float mean.
 
     Example:
         >>> import jax.numpy as jnp
@@ -133,7 +157,9 @@ def segment_mean(
         >>> print(gn.segment_mean(data, jnp.array([0, 0, 1, 1, 2]), num_segments=4))
         [1.5 3.5 5.  0. ]
     """
-    means, _ = _mean_and_count(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
+    means, _ = _jraph_mean_and_count(
+        data, segment_ids, num_segments, indices_are_sorted, unique_indices
+    )
     return means
 
 
@@ -223,9 +249,11 @@ def segment_variance(
     """Population variance of each segment: `[E, ...]` -> `[S, ...]`, 0 if empty. Jittable.
 
     Two-pass (mean first, then mean squared deviation), as jraph, so it stays accurate when the
-    mean is large compared with the spread.
+    mean is large compared with the spread; jraph's arithmetic, so equal to jraph's to the bit.
     """
-    _, variances = _moments(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
+    _, variances = _jraph_moments(
+        data, segment_ids, num_segments, indices_are_sorted, unique_indices
+    )
     return variances
 
 
@@ -240,9 +268,9 @@ def segment_normalize(
     """Z-scores within segments: `(x - mean) / sqrt(max(var, eps))`, `[E, ...]`. Jittable.
 
     jraph's definition. With the default `eps` a near-constant segment is scaled by up to 1e4;
-    `safe_segment_normalize` uses `var + eps` instead.
+    `safe_segment_normalize` uses `var + eps` instead. Equal to jraph's result to the bit.
     """
-    centred, variances = _moments(
+    centred, variances = _jraph_moments(
         data, segment_ids, num_segments, indices_are_sorted, unique_indices
     )
     scale = jax.lax.rsqrt(jnp.maximum(variances, jnp.asarray(eps, variances.dtype)))
