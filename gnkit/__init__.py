@@ -65,6 +65,7 @@ from gnkit.blocks import (
 from gnkit.convolutions import (
     gcn,
     gin,
+    gine,
     graph_sage,
     rgcn,
 )
@@ -200,6 +201,7 @@ __all__ = [
     "get_number_of_padding_with_graphs_graphs",
     "get_number_of_padding_with_graphs_nodes",
     "gin",
+    "gine",
     "global_block",
     "graph_attention",
     "graph_independent",

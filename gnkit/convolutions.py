@@ -1,4 +1,4 @@
-"""Neighbourhood convolutions: GCN, GraphSAGE, GIN and R-GCN.
+"""Neighbourhood convolutions: GCN, GraphSAGE, GIN, GINE and R-GCN.
 
 Messages flow along edges from sender to receiver, so a node's neighbours are the senders of its
 incoming edges; use a graph with both directions of each edge for undirected convolution. Node
@@ -280,6 +280,43 @@ def gin(
         neighbour_sum = _neighbour_sum(graph.nodes, graph, aggregator, indices_are_sorted)
         combined = tree_map(lambda x, s: (1.0 + epsilon) * x + s, graph.nodes, neighbour_sum)
         return graph._replace(nodes=mlp(combined))
+
+    return apply
+
+
+def gine(
+    mlp: Callable[[jax.Array], jax.Array],
+    *,
+    edge_fn: Callable[[jax.Array], jax.Array] | None = None,
+    epsilon: float | jax.Array = 0.0,
+    aggregator: Aggregator = "sum",
+    indices_are_sorted: bool = False,
+) -> GraphFn:
+    """A GIN layer with edge features (Hu et al. 2020, "GINE"):
+    `x'_i = mlp((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
+
+    The sum runs over the edges `j -> i` into `i`; `e_ji` is the edge's feature row
+    (`graph.edges` `[E, F]`), or `edge_fn(graph.edges)` (`[E, D] -> [E, F]`, the linear
+    projection PyTorch Geometric's `GINEConv` applies when `edge_dim` is set) when given. The
+    edge width after `edge_fn` must equal the node width `F`. `epsilon` may be a float or a traced
+    scalar (a learned parameter). `aggregator` reduces the `[E, F]` messages (a segment sum such
+    as `gnkit.parallel.sharded_aggregator('sum')` for edge sharding). Nodes `[N, F] -> [N, F']`.
+    Replaces `graph.nodes`. Jittable.
+    """
+
+    def apply(graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "edges", "senders", "receivers", block="gine")
+        edges = graph.edges if edge_fn is None else edge_fn(graph.edges)
+        if edges.shape[-1] != graph.nodes.shape[-1]:
+            raise ValueError(
+                f"gine: edge features have width {edges.shape[-1]} but node features "
+                f"{graph.nodes.shape[-1]}; pass an edge_fn projecting edges to the node width."
+            )
+        messages = jax.nn.relu(graph.nodes[graph.senders] + edges)
+        neighbour_sum = aggregate_received_edges(
+            graph._replace(edges=messages), aggregator, indices_are_sorted=indices_are_sorted
+        )
+        return graph._replace(nodes=mlp((1.0 + epsilon) * graph.nodes + neighbour_sum))
 
     return apply
 

@@ -3,7 +3,7 @@
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
 from gnkit.nn.kg import RGCN, KGEmbedding, RGCNEncoder
-from gnkit.nn.layers import GAT, GCN, GIN, GATv2, GraphSAGE
+from gnkit.nn.layers import GAT, GCN, GIN, GINE, GATv2, GraphSAGE
 from gnkit.nn.lcm import LCMAggregation
 from gnkit.nn.mlp import MLP
 from gnkit.nn.relation_network import RelationNetwork
@@ -17,6 +17,7 @@ __all__ = [
     "GATv2",
     "GCN",
     "GIN",
+    "GINE",
     "GraphIndependent",
     "GraphNetwork",
     "GraphSAGE",

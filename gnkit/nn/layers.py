@@ -1,4 +1,4 @@
-"""Flax linen layers of the usual GNN zoo: GCN, GAT, GATv2, GraphSAGE and GIN.
+"""Flax linen layers of the usual GNN zoo: GCN, GAT, GATv2, GraphSAGE, GIN and GINE.
 
 Each module creates its parameters and calls gnkit's functional block (`gnkit.convolutions`,
 `gnkit.attention`); GATv2 computes its attention here, as no block has its scoring. Messages flow
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from gnkit.attention import _attend, _check_combine, _combine_heads, _edge_index, gat
 from gnkit.blocks import Aggregator
-from gnkit.convolutions import gcn, gin, graph_sage
+from gnkit.convolutions import gcn, gin, gine, graph_sage
 from gnkit.graph import GraphsTuple, require
 from gnkit.nn.mlp import MLP
 from gnkit.segment import safe_segment_softmax
@@ -263,6 +263,48 @@ class GIN(nn.Module):
         mlp = MLP(tuple(self.features), activation=self.activation, name="mlp")
         return gin(
             mlp,
+            epsilon=epsilon,
+            aggregator=self.aggregator,
+            indices_are_sorted=self.indices_are_sorted,
+        )(graph)
+
+
+class GINE(nn.Module):
+    """GIN with edge features (Hu et al. 2020): `MLP((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
+
+    `e_ji` is the edge's feature row, projected to the node width by a Dense
+    (`"edge_projection"`, with bias) when `project_edges`; `None` (default) projects only when
+    the edge and node widths differ. The MLP (`"mlp"`), `epsilon` and `learn_epsilon` are as in
+    `GIN`; see `gnkit.convolutions.gine`. Nodes `[N, F] -> [N, features[-1]]`, edges `[E, D]`.
+    Jittable.
+
+    As PyTorch Geometric's `GINEConv` with an MLP `nn`: `project_edges=True` is `edge_dim` set
+    (`edge_projection` kernel is `lin.weight.T`), `learn_epsilon` is `train_eps`.
+    """
+
+    features: Sequence[int]
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+    epsilon: float = 0.0
+    learn_epsilon: bool = False
+    project_edges: bool | None = None
+    aggregator: Aggregator = "sum"
+    indices_are_sorted: bool = False
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "edges", block="GINE")
+        epsilon = self.epsilon
+        if self.learn_epsilon:
+            epsilon = self.param("epsilon", nn.initializers.constant(self.epsilon), ())
+        node_width = graph.nodes.shape[-1]
+        project = self.project_edges
+        if project is None:
+            project = graph.edges.shape[-1] != node_width
+        edge_fn = nn.Dense(node_width, name="edge_projection") if project else None
+        mlp = MLP(tuple(self.features), activation=self.activation, name="mlp")
+        return gine(
+            mlp,
+            edge_fn=edge_fn,
             epsilon=epsilon,
             aggregator=self.aggregator,
             indices_are_sorted=self.indices_are_sorted,
