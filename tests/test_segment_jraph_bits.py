@@ -40,4 +40,3 @@ def test_equal_to_jraph_to_the_bit(name, shape, jitted):
         want = np.asarray(theirs(data, ids, NUM_SEGMENTS, sorted_ids))
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(got, want), f"{name}{shape}: {np.mean(got != want):.1%} differ"
-
