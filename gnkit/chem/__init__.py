@@ -1,0 +1,47 @@
+"""Molecules: RDKit featurisers to `GraphsTuple`, chemprop-identical splits, shipped data sets.
+
+Needs the `chem` extra (`pip install "gnkit[chem]"`, which brings RDKit). Host NumPy; the models
+that read these graphs are `gnkit.dmpnn` (functional) and `gnkit.nn.DMPNN` (Flax).
+
+- `smiles_to_graph`, `molecule_graphs` (a data set, with progress and an optional cache),
+  `MoleculeGraphs`, `InvalidSmilesError`, the feature sets `"chemprop"` (chemprop v2's default
+  vectors) and `"ogb"` (OGB's integer features) in `gnkit.chem.features`;
+- `random_split`, `scaffold_split` (chemprop v2's, index for index), `read_splits_file`,
+  `write_splits_file` (chemprop's `--splits-file` JSON);
+- `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped).
+"""
+
+from gnkit.chem.datasets import DATASETS, MoleculeDataset, load_dataset
+from gnkit.chem.features import FEATURE_SETS, feature_widths
+from gnkit.chem.graphs import (
+    InvalidSmilesError,
+    MoleculeGraphs,
+    molecule_graphs,
+    parse_smiles,
+    smiles_to_graph,
+)
+from gnkit.chem.splits import (
+    murcko_scaffold,
+    random_split,
+    read_splits_file,
+    scaffold_split,
+    write_splits_file,
+)
+
+__all__ = [
+    "DATASETS",
+    "FEATURE_SETS",
+    "InvalidSmilesError",
+    "MoleculeDataset",
+    "MoleculeGraphs",
+    "feature_widths",
+    "load_dataset",
+    "molecule_graphs",
+    "murcko_scaffold",
+    "parse_smiles",
+    "random_split",
+    "read_splits_file",
+    "scaffold_split",
+    "smiles_to_graph",
+    "write_splits_file",
+]

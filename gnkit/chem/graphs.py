@@ -1,0 +1,228 @@
+"""SMILES to `GraphsTuple`: one molecule, or a whole data set converted once and cached.
+
+A molecule's graph has its atoms as nodes, each bond as two directed edges (`2k`: begin ->
+end atom, `2k + 1`: the reverse; so the reverse of edge `e` is `e ^ 1`, also in a batch, whose
+molecules all have even edge counts) and one global row, a zero placeholder `[1, 1]`. SMILES
+are parsed as chemprop and OGB parse them (`Chem.MolFromSmiles`, hydrogens removed). Host NumPy
+(the `chem` extra).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from rdkit import Chem, rdBase
+
+from gnkit.batching import pad_with_graphs
+from gnkit.chem.features import check_feature_set, feature_widths, molecule_arrays
+from gnkit.graph import GraphsTuple
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_CACHE_VERSION = 1
+
+
+class InvalidSmilesError(ValueError):
+    """A SMILES string RDKit cannot parse (or one without atoms); the message names its row."""
+
+
+def parse_smiles(smiles: str, row: int | None = None) -> Chem.Mol:
+    """The RDKit molecule of `smiles`; raises `InvalidSmilesError` naming `row` and the string
+    when RDKit cannot parse it or it has no atoms. Host."""
+    with rdBase.BlockLogs():
+        molecule = Chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
+    if molecule is None or molecule.GetNumAtoms() == 0:
+        where = "" if row is None else f"row {row}: "
+        why = "RDKit cannot parse it" if molecule is None else "it has no atoms"
+        raise InvalidSmilesError(f"{where}invalid SMILES {smiles!r} ({why})")
+    return molecule
+
+
+def smiles_to_graph(smiles: str, features: str = "chemprop") -> GraphsTuple:
+    """One molecule as a `GraphsTuple` of one graph: nodes `[N, F]`, edges `[2B, Fe]` (feature
+    set `features`, `"chemprop"` or `"ogb"`), senders / receivers `[2B]`, globals `[1, 1]`
+    zeros, `n_node` `[1]`, `n_edge` `[1]`. Raises `InvalidSmilesError` for a bad string. Host.
+    """
+    arrays = molecule_arrays(parse_smiles(smiles), features)
+    return GraphsTuple(
+        nodes=arrays["nodes"],
+        edges=arrays["edges"],
+        receivers=arrays["receivers"],
+        senders=arrays["senders"],
+        globals=np.zeros((1, 1), np.float32),
+        n_node=np.asarray([len(arrays["nodes"])], np.int32),
+        n_edge=np.asarray([len(arrays["edges"])], np.int32),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class MoleculeGraphs:
+    """A data set of molecule graphs stored as concatenated arrays (host NumPy).
+
+    `nodes` `[sum N, F]`, `edges` `[sum E, Fe]`, `senders` / `receivers` `[sum E]` (indices
+    within each molecule), `n_node` / `n_edge` `[M]` for the `M` molecules kept, `rows` `[M]`
+    the input row of each (skipped rows are absent), `skipped` the `(row, smiles)` left out.
+    """
+
+    features: str
+    nodes: np.ndarray
+    edges: np.ndarray
+    senders: np.ndarray
+    receivers: np.ndarray
+    n_node: np.ndarray
+    n_edge: np.ndarray
+    rows: np.ndarray
+    skipped: tuple[tuple[int, str], ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.n_node)
+
+    @property
+    def node_offsets(self) -> np.ndarray:
+        """`[M + 1]` first node row of each molecule, then the total."""
+        return np.concatenate([[0], np.cumsum(self.n_node)])
+
+    @property
+    def edge_offsets(self) -> np.ndarray:
+        """`[M + 1]` first edge row of each molecule, then the total."""
+        return np.concatenate([[0], np.cumsum(self.n_edge)])
+
+    def batch(self, molecules: Sequence[int]) -> GraphsTuple:
+        """The molecules at positions `molecules` (not input rows) as one unpadded batch."""
+        molecules = np.asarray(molecules, np.int64)
+        node_offsets, edge_offsets = self.node_offsets, self.edge_offsets
+        node_rows = _ranges(node_offsets[molecules], self.n_node[molecules])
+        edge_rows = _ranges(edge_offsets[molecules], self.n_edge[molecules])
+        n_node, n_edge = self.n_node[molecules], self.n_edge[molecules]
+        shift = np.repeat(np.cumsum(n_node) - n_node, n_edge)
+        return GraphsTuple(
+            nodes=self.nodes[node_rows],
+            edges=self.edges[edge_rows],
+            receivers=(self.receivers[edge_rows] + shift).astype(np.int32),
+            senders=(self.senders[edge_rows] + shift).astype(np.int32),
+            globals=np.zeros((len(molecules), 1), np.float32),
+            n_node=n_node.astype(np.int32),
+            n_edge=n_edge.astype(np.int32),
+        )
+
+    def padded_batch(self, molecules: Sequence[int], n_node: int, n_edge: int, n_graph: int):
+        """`batch(molecules)` padded with jraph's trailing padding graph(s) to `n_node` nodes,
+        `n_edge` edges (even, so that `e ^ 1` stays each edge's reverse) and `n_graph` graphs."""
+        if n_edge % 2:
+            raise ValueError(f"n_edge must be even (edges come in reverse pairs), got {n_edge}")
+        return pad_with_graphs(self.batch(molecules), n_node, n_edge, n_graph)
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of `range(start, start + length)` for each pair."""
+    heads = np.cumsum(lengths) - lengths
+    return np.arange(int(lengths.sum())) - np.repeat(heads - starts, lengths)
+
+
+def _cache_file(cache_dir: Path, smiles: Sequence[str], features: str, on_invalid: str) -> Path:
+    digest = hashlib.sha256("\n".join(smiles).encode()).hexdigest()[:16]
+    return cache_dir / f"molecules_{features}_{on_invalid}_v{_CACHE_VERSION}_{digest}.npz"
+
+
+def molecule_graphs(
+    smiles: Sequence[str],
+    features: str = "chemprop",
+    *,
+    on_invalid: str = "raise",
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+) -> MoleculeGraphs:
+    """Featurise every SMILES string of a data set into one `MoleculeGraphs`. Host.
+
+    Args:
+        smiles: the strings, one per data row (row `i` is `smiles[i]`).
+        features: `"chemprop"` (chemprop v2's default vectors) or `"ogb"` (OGB's integers).
+        on_invalid: `"raise"` raises `InvalidSmilesError` naming the first bad row and its string;
+            `"skip"` leaves bad rows out and lists them in `skipped` (`rows` maps back).
+        cache_dir: where to keep the converted arrays (a file named by the feature set and a hash
+            of the strings), reused on the next call with the same strings; None keeps nothing.
+            A directory inside the gnkit package is refused.
+        progress: show a progress bar while converting.
+
+    Returns:
+        The `MoleculeGraphs` of the valid molecules, in input order.
+    """
+    check_feature_set(features)
+    if on_invalid not in ("raise", "skip"):
+        raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    smiles = [str(text) for text in smiles]
+    cache_path = None
+    if cache_dir is not None:
+        cache_dir = Path(cache_dir).resolve()
+        if cache_dir == _PACKAGE_DIR or _PACKAGE_DIR in cache_dir.parents:
+            raise ValueError(f"cache_dir {cache_dir} is inside the gnkit package; choose another")
+        cache_path = _cache_file(cache_dir, smiles, features, on_invalid)
+        if cache_path.exists():
+            return _load(cache_path, features, smiles)
+    rows, parts, skipped = [], [], []
+    items = enumerate(smiles)
+    if progress:
+        from gnkit.progress import track
+
+        items = track(items, len(smiles), f"featurising {len(smiles)} molecules", "molecule")
+    for row, text in items:
+        try:
+            molecule = parse_smiles(text, row)
+        except InvalidSmilesError:
+            if on_invalid == "raise":
+                raise
+            skipped.append((row, text))
+            continue
+        rows.append(row)
+        parts.append(molecule_arrays(molecule, features))
+    graphs = _concatenate(parts, rows, skipped, features)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache_path.with_suffix(".partial.npz")
+        np.savez_compressed(temporary, **_to_arrays(graphs))
+        temporary.replace(cache_path)
+    return graphs
+
+
+def _concatenate(parts, rows, skipped, features) -> MoleculeGraphs:
+    atom_width, bond_width = feature_widths(features)
+    dtype = np.int64 if features == "ogb" else np.float32
+
+    def joined(key, width):
+        arrays = [part[key] for part in parts]
+        if not arrays:
+            return np.zeros((0, width) if width else (0,), dtype if width else np.int32)
+        return np.concatenate(arrays)
+
+    return MoleculeGraphs(
+        features=features,
+        nodes=joined("nodes", atom_width),
+        edges=joined("edges", bond_width).reshape(-1, bond_width).astype(dtype),
+        senders=joined("senders", 0).astype(np.int32),
+        receivers=joined("receivers", 0).astype(np.int32),
+        n_node=np.asarray([len(part["nodes"]) for part in parts], np.int32),
+        n_edge=np.asarray([len(part["edges"]) for part in parts], np.int32),
+        rows=np.asarray(rows, np.int64),
+        skipped=tuple(skipped),
+    )
+
+
+def _to_arrays(graphs: MoleculeGraphs) -> dict[str, np.ndarray]:
+    arrays = {
+        field.name: getattr(graphs, field.name)
+        for field in dataclasses.fields(graphs)
+        if field.name not in ("features", "skipped")
+    }
+    arrays["skipped_rows"] = np.asarray([row for row, _ in graphs.skipped], np.int64)
+    return arrays
+
+
+def _load(path: Path, features: str, smiles: list[str]) -> MoleculeGraphs:
+    with np.load(path) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    skipped_rows = arrays.pop("skipped_rows")
+    skipped = tuple((int(row), smiles[row]) for row in skipped_rows)
+    return MoleculeGraphs(features=features, skipped=skipped, **arrays)
