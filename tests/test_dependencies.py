@@ -16,6 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gnkit"
 OPTIONAL = {"networkx"}
 DEMO_ONLY_MODULES = ("gnkit/demos/", "gnkit/experiments/", "gnkit/progress.py")
+# Domain packages and the extra whose dependencies they may import.
+DOMAIN_EXTRAS = {"gnkit/chem/": "chem"}
 BELOW_NN = (
     "graph.py",
     "validation.py",
@@ -61,6 +63,9 @@ def test_library_imports_are_runtime_dependencies_and_demo_imports_are_in_the_de
         allowed = runtime | OPTIONAL
         if path.startswith(DEMO_ONLY_MODULES):
             allowed = allowed | demos
+        for prefix, extra in DOMAIN_EXTRAS.items():
+            if path.startswith(prefix):
+                allowed = allowed | _names(_project()["optional-dependencies"][extra])
         assert modules <= allowed, f"{path} imports undeclared {sorted(modules - allowed)}"
 
 
