@@ -1,0 +1,117 @@
+"""A compressed-sparse-row store of a graph's incoming edges, the index every sampler reads.
+
+Row `v` lists the edges that arrive at node `v`: their senders (the neighbours a message comes
+from) and their edge ids in the source graph. With times, each row is sorted by the time at
+which an edge becomes usable (`max(edge time, sender time)`), so the neighbours usable before a
+seed's time are a prefix of the row, found by binary search. Host NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from gnkit.graph import GraphsTuple, num_nodes
+
+
+def _as_times(values, length: int, name: str) -> np.ndarray:
+    times = np.asarray(values)
+    if times.shape != (length,):
+        raise ValueError(f"{name} must have shape [{length}]; got {times.shape}.")
+    if not np.issubdtype(times.dtype, np.number):
+        raise TypeError(f"{name} must be numeric; got dtype {times.dtype}.")
+    return times
+
+
+@dataclasses.dataclass(frozen=True)
+class CSRGraph:
+    """Incoming edges per node, rows sorted by usable time when there is time. Host NumPy.
+
+    Fields, for `N` nodes and `E` edges:
+
+    - indptr: int64 `[N + 1]`; row `v` is `indptr[v] .. indptr[v + 1] - 1`.
+    - senders: int64 `[E]`, the sender of each stored edge (the neighbour it brings).
+    - edge_ids: int64 `[E]`, the stored edge's row in the source graph.
+    - usable_time: `[E]` or None, `max(edge time, sender time)`, nondecreasing inside each row.
+    - node_time: `[N]` or None, each node's time (the default seed time).
+    """
+
+    indptr: np.ndarray
+    senders: np.ndarray
+    edge_ids: np.ndarray
+    usable_time: np.ndarray | None = None
+    node_time: np.ndarray | None = None
+
+    @classmethod
+    def from_graph(
+        cls, graph: GraphsTuple, node_time=None, edge_time=None
+    ) -> CSRGraph:
+        """Builds the store of `graph`'s edges; `node_time` `[N]`, `edge_time` `[E]` optional.
+
+        An edge is usable at time `t` when its own time and its sender's time are both `<= t`.
+        With `node_time` alone, edges take their sender's time; with `edge_time` alone, nodes
+        have no time of their own (seed times must then be given to the sampler).
+        """
+        senders = np.asarray(graph.senders, np.int64)
+        receivers = np.asarray(graph.receivers, np.int64)
+        n_node = num_nodes(graph)
+        if senders.size and (senders.min() < 0 or max(senders.max(), receivers.max()) >= n_node):
+            raise ValueError(f"senders / receivers must lie in [0, {n_node}).")
+        usable = None
+        if node_time is not None:
+            node_time = _as_times(node_time, n_node, "node_time")
+            usable = node_time[senders]
+        if edge_time is not None:
+            edge_time = _as_times(edge_time, senders.shape[0], "edge_time")
+            usable = edge_time if usable is None else np.maximum(usable, edge_time)
+        # Primary key the receiver (the row), then the usable time (or the sender, for a stable
+        # order without time), then the edge id.
+        secondary = senders if usable is None else usable
+        order = np.lexsort((np.arange(senders.shape[0]), secondary, receivers))
+        counts = np.bincount(receivers, minlength=n_node)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return cls(
+            indptr=indptr,
+            senders=senders[order],
+            edge_ids=order.astype(np.int64),
+            usable_time=None if usable is None else usable[order],
+            node_time=node_time,
+        )
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.senders.shape[0])
+
+    @property
+    def is_temporal(self) -> bool:
+        return self.usable_time is not None
+
+    def in_degree(self, nodes: np.ndarray) -> np.ndarray:
+        """The number of incoming edges of each of `nodes` `[n]`: int64 `[n]`."""
+        nodes = np.asarray(nodes, np.int64)
+        return self.indptr[nodes + 1] - self.indptr[nodes]
+
+    def usable_degree(self, nodes: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """How many incoming edges of each of `nodes` are usable at `times` `[n]`: int64 `[n]`.
+
+        A binary search inside each row, vectorised over the rows (rows sorted by usable time).
+        """
+        nodes = np.asarray(nodes, np.int64)
+        low = self.indptr[nodes].copy()
+        high = self.indptr[nodes + 1].copy()
+        start = low.copy()
+        while True:
+            open_rows = low < high
+            if not open_rows.any():
+                break
+            middle = (low + high) // 2
+            usable = np.zeros_like(open_rows)
+            usable[open_rows] = self.usable_time[middle[open_rows]] <= times[open_rows]
+            low = np.where(open_rows & usable, middle + 1, low)
+            high = np.where(open_rows & ~usable, middle, high)
+        return low - start

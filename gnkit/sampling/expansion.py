@@ -1,0 +1,189 @@
+"""Multi-hop expansion from seed slots: disjoint trees per seed, or one shared subgraph.
+
+Both return the pieces `subgraph.assemble` pads: global ids and seed slots of the real rows
+(seed slots first, then hop by hop), and the sampled edges with local sender / receiver rows,
+receivers nondecreasing. Host NumPy, vectorised over each hop's frontier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from gnkit.sampling.csr import CSRGraph
+from gnkit.sampling.one_hop import Strategy, sample_one_hop
+
+
+class Expansion(NamedTuple):
+    """Real rows and edges of a sample, before padding (see `subgraph.assemble`)."""
+
+    node_ids: np.ndarray
+    roots: np.ndarray
+    edge_ids: np.ndarray
+    senders: np.ndarray
+    receivers: np.ndarray
+
+
+def pair_keys(first: np.ndarray, second: np.ndarray, num_nodes: int) -> np.ndarray:
+    """One int64 key per unordered node pair: `min * num_nodes + max`, `[n]`."""
+    first, second = np.asarray(first, np.int64), np.asarray(second, np.int64)
+    return np.minimum(first, second) * num_nodes + np.maximum(first, second)
+
+
+def _not_excluded(keys: np.ndarray, excluded: np.ndarray | None) -> np.ndarray:
+    if excluded is None or excluded.size == 0:
+        return np.ones(keys.shape, bool)
+    where = np.minimum(np.searchsorted(excluded, keys), excluded.size - 1)
+    return excluded[where] != keys
+
+
+def _hop(store, ids, valid, times, fanout, rng, strategy, excluded):
+    """Sampled neighbours `[n, fanout]` of `ids`, their edge ids and validity."""
+    positions, mask = sample_one_hop(store, ids, valid, fanout, rng, times, strategy)
+    neighbours = store.senders[positions]
+    edge_ids = store.edge_ids[positions]
+    if excluded is not None:
+        keys = pair_keys(neighbours, np.repeat(ids[:, None], fanout, axis=1), store.num_nodes)
+        mask &= _not_excluded(keys, excluded)
+    return neighbours, edge_ids, mask
+
+
+def expand_disjoint(
+    store: CSRGraph,
+    seeds: np.ndarray,
+    seed_mask: np.ndarray,
+    fanouts: Sequence[int],
+    rng: np.random.Generator,
+    seed_times: np.ndarray | None = None,
+    strategy: Strategy = "uniform",
+    excluded_pairs: np.ndarray | None = None,
+) -> Expansion:
+    """A separate sampled tree below each seed slot; every row descends from one seed.
+
+    Args:
+      store: the incoming-edge store.
+      seeds: int `[S]` seed ids (ignored where `seed_mask` is False).
+      seed_mask: bool `[S]`.
+      fanouts: edges drawn per node at each hop.
+      rng: the generator of the draws.
+      seed_times: `[S]` or None; with it, every hop draws only edges usable at its seed's time.
+      strategy: "uniform" or "last" (see `sample_one_hop`).
+      excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never drawn,
+        in either direction; or None.
+
+    Returns:
+      The `Expansion`: `S` seed rows, then the sampled rows of hop 1, hop 2, ...
+    """
+    n_seed = seeds.shape[0]
+    layer_ids, layer_valid = np.where(seed_mask, seeds, -1).astype(np.int64), seed_mask.copy()
+    layer_roots, layer_times = np.arange(n_seed), seed_times
+    node_ids, roots = [layer_ids], [layer_roots]
+    edge_ids, senders, receivers = [], [], []
+    layer_rows, next_row = np.arange(n_seed), n_seed
+    for fanout in fanouts:
+        neighbours, hop_edges, mask = _hop(
+            store, layer_ids, layer_valid, layer_times, fanout, rng, strategy, excluded_pairs
+        )
+        mask = mask.reshape(-1)
+        count = int(mask.sum())
+        rows = np.full(mask.shape[0], -1, np.int64)
+        rows[mask] = np.arange(next_row, next_row + count)
+        parents = np.repeat(layer_rows, fanout)
+        edge_ids.append(hop_edges.reshape(-1)[mask])
+        senders.append(rows[mask])
+        receivers.append(parents[mask])
+        layer_ids = neighbours.reshape(-1)[mask]
+        layer_roots = np.repeat(layer_roots, fanout)[mask]
+        if layer_times is not None:
+            layer_times = np.repeat(layer_times, fanout)[mask]
+        layer_valid = np.ones(count, bool)
+        layer_rows = rows[mask]
+        node_ids.append(layer_ids)
+        roots.append(layer_roots)
+        next_row += count
+    return Expansion(
+        node_ids=np.concatenate(node_ids),
+        roots=np.concatenate(roots),
+        edge_ids=np.concatenate(edge_ids) if edge_ids else np.zeros(0, np.int64),
+        senders=np.concatenate(senders) if senders else np.zeros(0, np.int64),
+        receivers=np.concatenate(receivers) if receivers else np.zeros(0, np.int64),
+    )
+
+
+def expand_shared(
+    store: CSRGraph,
+    seeds: np.ndarray,
+    seed_mask: np.ndarray,
+    fanouts: Sequence[int],
+    rng: np.random.Generator,
+    max_nodes: int,
+    max_edges: int,
+    excluded_pairs: np.ndarray | None = None,
+) -> Expansion:
+    """One deduplicated subgraph around all seeds, cut to `max_nodes` rows and `max_edges` edges.
+
+    Each node appears once and is expanded once, at the hop that first reached it; its sampled
+    edges join it to neighbours already present or added at that hop. Past the budgets the
+    sample is cut, later hops first: new nodes beyond `max_nodes` are left out with their edges,
+    and edges beyond `max_edges`. The valid seeds must be distinct.
+
+    Args:
+      store: the incoming-edge store.
+      seeds: int `[S]` seed ids (ignored where `seed_mask` is False).
+      seed_mask: bool `[S]`.
+      fanouts: edges drawn per node at each hop.
+      rng: the generator of the draws.
+      max_nodes: the most real rows (seed slots included).
+      max_edges: the most real edges.
+      excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never drawn.
+
+    Returns:
+      The `Expansion`.
+    """
+    n_seed = seeds.shape[0]
+    local = np.full(store.num_nodes, -1, np.int64)
+    seed_ids = np.where(seed_mask, seeds, -1).astype(np.int64)
+    if np.unique(seed_ids[seed_mask]).size != int(seed_mask.sum()):
+        raise ValueError("shared sampling needs distinct seeds; got repeated seed ids.")
+    local[seed_ids[seed_mask]] = np.flatnonzero(seed_mask)
+    node_ids, roots = [seed_ids], [np.arange(n_seed)]
+    edge_ids, senders, receivers = [], [], []
+    frontier_rows = np.flatnonzero(seed_mask)
+    frontier_ids, frontier_roots = seed_ids[frontier_rows], frontier_rows
+    next_row, n_edges = n_seed, 0
+    for fanout in fanouts:
+        if frontier_rows.size == 0:
+            break
+        neighbours, hop_edges, mask = _hop(
+            store, frontier_ids, np.ones(frontier_rows.size, bool), None, fanout, rng,
+            "uniform", excluded_pairs,
+        )
+        mask = mask.reshape(-1)
+        neighbours = neighbours.reshape(-1)[mask]
+        hop_receivers = np.repeat(frontier_rows, fanout)[mask]
+        hop_roots = np.repeat(frontier_roots, fanout)[mask]
+        unseen = local[neighbours] < 0
+        _, first = np.unique(neighbours[unseen], return_index=True)
+        first = np.sort(first)[: max(max_nodes - next_row, 0)]
+        new_ids = neighbours[unseen][first]
+        local[new_ids] = np.arange(next_row, next_row + new_ids.size)
+        hop_senders = local[neighbours]
+        kept = np.flatnonzero(hop_senders >= 0)[: max(max_edges - n_edges, 0)]
+        edge_ids.append(hop_edges.reshape(-1)[mask][kept])
+        senders.append(hop_senders[kept])
+        receivers.append(hop_receivers[kept])
+        node_ids.append(new_ids)
+        roots.append(hop_roots[unseen][first])
+        frontier_rows = np.arange(next_row, next_row + new_ids.size)
+        frontier_ids, frontier_roots = new_ids, roots[-1]
+        next_row += new_ids.size
+        n_edges += kept.size
+    return Expansion(
+        node_ids=np.concatenate(node_ids),
+        roots=np.concatenate(roots),
+        edge_ids=np.concatenate(edge_ids) if edge_ids else np.zeros(0, np.int64),
+        senders=np.concatenate(senders) if senders else np.zeros(0, np.int64),
+        receivers=np.concatenate(receivers) if receivers else np.zeros(0, np.int64),
+    )

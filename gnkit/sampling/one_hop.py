@@ -1,0 +1,77 @@
+"""One hop of neighbour sampling: up to `fanout` incoming edges of each node, vectorised.
+
+Without replacement: a node with at most `fanout` usable edges keeps all of them; a node with
+more gets `fanout` distinct ones, drawn uniformly with Floyd's algorithm run over all rows at
+once (`fanout` draws per row, whatever the degree), or its `fanout` most recent ones ("last").
+With times, the usable edges of a row are the prefix up to the row's time. Host NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from gnkit.sampling.csr import CSRGraph
+
+Strategy = Literal["uniform", "last"]
+STRATEGIES: tuple[str, ...] = ("uniform", "last")
+
+
+def _floyd_offsets(degree: np.ndarray, fanout: int, rng: np.random.Generator) -> np.ndarray:
+    """`[n, fanout]` distinct uniform offsets in `[0, degree)` per row (`degree >= fanout`)."""
+    chosen = np.empty((degree.shape[0], fanout), np.int64)
+    for j in range(fanout):
+        upper = degree - fanout + j
+        draw = rng.integers(0, upper + 1)
+        taken = (chosen[:, :j] == draw[:, None]).any(axis=1)
+        chosen[:, j] = np.where(taken, upper, draw)
+    return chosen
+
+
+def sample_one_hop(
+    store: CSRGraph,
+    nodes: np.ndarray,
+    valid: np.ndarray,
+    fanout: int,
+    rng: np.random.Generator,
+    times: np.ndarray | None = None,
+    strategy: Strategy = "uniform",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Samples up to `fanout` incoming edges of each of `nodes`. Host NumPy.
+
+    Args:
+      store: the graph's incoming-edge store.
+      nodes: int `[n]` node ids; rows where `valid` is False are ignored.
+      valid: bool `[n]`.
+      fanout: edges to draw per node (at most; fewer where fewer are usable).
+      rng: the NumPy generator the draws come from.
+      times: `[n]` or None; with it, only edges usable at `times[i]` (the store's usable time
+        `<=` it) are drawn for node `i`.
+      strategy: "uniform" (distinct edges, uniformly) or "last" (the most recent ones; needs
+        times).
+
+    Returns:
+      `(positions, mask)`: int64 `[n, fanout]` positions into `store.senders` /
+      `store.edge_ids`, and bool `[n, fanout]`, True where a position holds a sampled edge.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}.")
+    nodes = np.where(valid, nodes, 0).astype(np.int64)
+    start = store.indptr[nodes]
+    if times is None:
+        degree = store.indptr[nodes + 1] - start
+    else:
+        degree = store.usable_degree(nodes, times)
+    degree = np.where(valid, degree, 0)
+    slots = np.arange(fanout)
+    mask = slots[None, :] < degree[:, None]
+    if strategy == "last":
+        offsets = np.maximum(degree - fanout, 0)[:, None] + slots[None, :]
+    else:
+        offsets = np.broadcast_to(slots, (nodes.shape[0], fanout)).copy()
+        large = degree > fanout
+        if large.any():
+            offsets[large] = _floyd_offsets(degree[large], fanout, rng)
+    positions = np.where(mask, start[:, None] + offsets, 0)
+    return positions, mask
