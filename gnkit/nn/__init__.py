@@ -9,6 +9,7 @@ from gnkit.nn.mlp import MLP
 from gnkit.nn.relation_network import RelationNetwork
 from gnkit.nn.relational_memory import RelationalMemory
 from gnkit.nn.rrn import RecurrentRelationalNetwork
+from gnkit.nn.typed import HeteroConv, TypedGraphNetwork, TypedRGCN, to_hetero
 
 __all__ = [
     "EncodeProcessDecode",
@@ -21,6 +22,7 @@ __all__ = [
     "GraphIndependent",
     "GraphNetwork",
     "GraphSAGE",
+    "HeteroConv",
     "KGEmbedding",
     "LCMAggregation",
     "MLP",
@@ -29,4 +31,7 @@ __all__ = [
     "RecurrentRelationalNetwork",
     "RelationNetwork",
     "RelationalMemory",
+    "TypedGraphNetwork",
+    "TypedRGCN",
+    "to_hetero",
 ]

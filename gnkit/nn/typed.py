@@ -1,0 +1,154 @@
+"""Flax linen modules for typed graphs: a typed graph network, `HeteroConv` / `to_hetero`, and
+R-GCN over edge sets.
+
+Thin over `gnkit.typed_graph`'s blocks: the modules create one set of parameters per node set
+and per edge set (named by the set; an edge set by its name, or `'sender__name__receiver'`
+where the name repeats) and call `typed_graph_network`, `hetero_conv` and `rgcn`. They read
+the schema (which sets exist) from the graph they are applied to, so one module serves every
+batch of that schema. Jittable; padding rows never reach real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from gnkit.nn.mlp import MLP
+from gnkit.typed_graph.message_passing import hetero_conv, rgcn, typed_graph_network
+from gnkit.typed_graph.types import TypedGraph, module_name
+
+
+def _concatenate(*parts):
+    return jnp.concatenate([part for part in parts if part is not None], axis=-1)
+
+
+class TypedGraphNetwork(nn.Module):
+    """One typed graph-network step with an MLP per edge set, per node set and for the context.
+
+    Edge set `k`: `e' = MLP_k([e, x_sender, x_receiver, u])`; node set `s`: `x' = MLP_s([x,
+    sum_{k into s} agg_k(e'), u])`, one aggregate per incoming edge set in key order (and per
+    outgoing one when `use_sent_edges`); context: `u' = MLP([agg(x'_s) per set, agg(e'_k) per
+    set, u])`, when `context_features` is given. Missing parts (no edge features, no context)
+    are left out of the concatenations. MLPs are `gnkit.nn.MLP` with `activation` between
+    layers and none after the last; they are named by the set (`edge_<name>`, `node_<name>`,
+    `context`). Features must be arrays `[rows, F]`. Jittable.
+    """
+
+    edge_features: Sequence[int]
+    node_features: Sequence[int]
+    context_features: Sequence[int] | None = None
+    use_sent_edges: bool = False
+    aggregator: str = "sum"
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+
+    @nn.compact
+    def __call__(self, graph: TypedGraph) -> TypedGraph:
+        keys = list(graph.edges)
+
+        def edge_update(key):
+            mlp = MLP(tuple(self.edge_features), activation=self.activation,
+                      name=f"edge_{module_name(key, keys)}")
+
+            def update(edges, sender_nodes, receiver_nodes, context):
+                return mlp(_concatenate(edges, sender_nodes, receiver_nodes, context))
+
+            return update
+
+        def node_update(name):
+            mlp = MLP(tuple(self.node_features), activation=self.activation, name=f"node_{name}")
+
+            def update(nodes, received_edges, sent_edges, context):
+                parts = [received_edges[k] for k in sorted(received_edges)]
+                if self.use_sent_edges:
+                    parts += [sent_edges[k] for k in sorted(sent_edges)]
+                return mlp(_concatenate(nodes, *parts, context))
+
+            return update
+
+        context_update = None
+        if self.context_features is not None:
+            context_mlp = MLP(tuple(self.context_features), activation=self.activation,
+                              name="context")
+
+            def context_update(nodes, edges, context):
+                parts = [nodes[name] for name in sorted(nodes)]
+                parts += [edges[key] for key in sorted(edges)]
+                return context_mlp(_concatenate(*parts, context))
+
+        return typed_graph_network(
+            {key: edge_update(key) for key in keys},
+            {name: node_update(name) for name in sorted(graph.nodes)},
+            context_update,
+            aggregator=self.aggregator,
+        )(graph)
+
+
+class HeteroConv(nn.Module):
+    """A homogeneous layer applied per edge set, combined per receiving node set.
+
+    `layer` is any `GraphsTuple -> GraphsTuple` linen layer (`gnkit.nn.GCN`, `GAT`,
+    `GraphSAGE`, `GIN`, `GINE`, ...); each edge set of `edge_sets` (all of the graph's when
+    None; `EdgeSetKey`s or unique names) gets its own copy with its own parameters, named by
+    the edge set, run on `gnkit.typed_graph.edge_set_graph` of that set. The receivers' new
+    features are combined per node set by `aggregate` ('sum', 'mean', 'max'), as PyTorch
+    Geometric's `HeteroConv`; node sets that receive nothing keep their features. With
+    `SAGEConv` / `GCNConv` per edge type and the same weights it computes what `HeteroConv`
+    does (`tests/test_typed_graph_modules.py`). Jittable.
+    """
+
+    layer: nn.Module
+    edge_sets: Sequence | None = None
+    aggregate: str = "sum"
+
+    @nn.compact
+    def __call__(self, graph: TypedGraph) -> TypedGraph:
+        keys = list(graph.edges)
+        chosen = keys if self.edge_sets is None else list(self.edge_sets)
+        convs = {}
+        for key in chosen:
+            resolved = graph.edge_key_by_name(key) if isinstance(key, str) else key
+            convs[resolved] = self.layer.clone(parent=self, name=module_name(resolved, keys))
+        return hetero_conv(convs, aggregate=self.aggregate)(graph)
+
+
+def to_hetero(layer: nn.Module, edge_sets: Sequence | None = None, aggregate: str = "sum"
+              ) -> HeteroConv:
+    """A typed version of a homogeneous layer spec: `HeteroConv(layer, edge_sets, aggregate)`.
+
+    As PyTorch Geometric's `to_hetero` for one layer: `to_hetero(gnkit.nn.GraphSAGE(16))` is a
+    module taking a `TypedGraph`, with one GraphSAGE per edge set whose outputs are summed per
+    receiving node set.
+    """
+    return HeteroConv(layer=layer, edge_sets=None if edge_sets is None else tuple(edge_sets),
+                      aggregate=aggregate)
+
+
+class TypedRGCN(nn.Module):
+    """R-GCN over edge sets: `x'_i = W_t x_i + b_t + sum_k mean_{j -k-> i} W_k x_j`.
+
+    One Dense without bias per edge set (`W_k`, named by the edge set) on its sender set's
+    features, so node sets may differ in width; the mean is over the edges of `k` into `i`
+    (`normalization='in_degree'`) or a sum (`'none'`). The self-loop Dense per node set
+    (`self_<set>`, `W_t` and `b_t`) is there when `self_loop` (default). Node sets that receive
+    no edge set and have no self-loop keep their features. Output `[N_t, features]`, no
+    activation; see `gnkit.typed_graph.rgcn`. Jittable.
+    """
+
+    features: int
+    self_loop: bool = True
+    normalization: str = "in_degree"
+
+    @nn.compact
+    def __call__(self, graph: TypedGraph) -> TypedGraph:
+        keys = list(graph.edges)
+        relation_fns = {
+            key: nn.Dense(self.features, use_bias=False, name=module_name(key, keys))
+            for key in keys
+        }
+        self_fns = None
+        if self.self_loop:
+            self_fns = {name: nn.Dense(self.features, name=f"self_{name}") for name in graph.nodes}
+        return rgcn(relation_fns, self_fns, normalization=self.normalization)(graph)
