@@ -1,33 +1,63 @@
 """The entry point every demo shares: `run(demo, argv)` parses, checks, runs a verb, reports.
 
-Common flags, the same everywhere: `--config PRESET`, `--set KEY=VALUE` (repeatable, typed by
-the field), `--seed N` (sets `seed`), `--run-dir DIR`, `--json PATH` (the verb's results; `-`
-for stdout), `--plot PATH`, `--parallel single|pmap|mesh`, `--no-progress`. Everything the user
-can get wrong is checked before the verb runs and before anything is written; a `UsageError`
-(from here or from the verb) becomes one line on stderr and exit status 2. Host.
+Common flags, the same everywhere: `--config PRESET` (default: the run directory's saved
+config when it holds one, else the demo's default preset), `--set KEY=VALUE` (repeatable, typed
+by the field), `--seed N` (sets `seed`), `--run-dir DIR`, `--json PATH` (the verb's results;
+`-` for stdout, which then carries the JSON alone: everything else the verb prints goes to
+stderr), `--plot PATH`, `--parallel single|pmap|mesh`, `--no-progress`, and for verbs that
+read an earlier run, `--untrained`. Everything the user can get wrong is checked before the
+verb runs and before anything is written; a `UsageError` (from here or from the verb) becomes
+one line on stderr and exit status 2.
+
+A verb that reads an earlier run (`eval`) first names the checkpoint and update of each model
+it will use, and refuses a run whose models are at update 0 (nothing trained) unless
+`--untrained`. A verb that trains ends with where its outputs went (run directory, checkpoint
+and update, figures) and the command that evaluates them. Host.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import difflib
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gnkit.cli import demo_extras_message, missing_demo_extras
+from gnkit.experiments.checkpoints import report_checkpoints
 from gnkit.experiments.config import check_config, describe_fields
 from gnkit.experiments.demo import Demo, Options, Verb
 from gnkit.experiments.errors import UsageError
 from gnkit.experiments.overrides import parse_override
-from gnkit.experiments.results import write_json
-from gnkit.experiments.run_dir import RunDir, check_writable, open_existing, open_for_config
+from gnkit.experiments.results import to_json, write_json
+from gnkit.experiments.run_dir import (
+    RunDir,
+    check_writable,
+    open_existing,
+    open_for_config,
+    saved_config,
+)
 from gnkit.parallel import MODES
 from gnkit.train import StopRequest, TrainingStopped, exit_status, stop_on_signals
 
 PARALLEL_MODES = MODES
-_COMMON = ("verb", "config", "set", "seed", "run_dir", "json", "plot", "parallel", "no_progress")
+_COMMON = (
+    "verb",
+    "config",
+    "set",
+    "seed",
+    "run_dir",
+    "json",
+    "plot",
+    "parallel",
+    "no_progress",
+    "untrained",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,15 +67,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _epilog(demo: Demo, verb: Verb) -> str | None:
+def _epilog(demo: Demo, verb: Verb, preset: str | None) -> str | None:
     if not verb.configured:
         return None
     presets = ", ".join(demo.presets)
-    fields = describe_fields(demo.presets[demo.default])
+    notes = "".join(f"  {name}: {note}\n" for name, note in demo.preset_notes.items())
+    shown = preset if preset in demo.presets and verb.run_dir != "existing" else demo.default
+    fields = describe_fields(demo.presets[shown])
     start = "; this verb starts from the run's config.json" if verb.run_dir == "existing" else ""
     return (
-        f"presets: {presets} (default {demo.default})\n"
-        f"config fields for --set KEY=VALUE (values of preset {demo.default}{start}):\n{fields}"
+        f"presets: {presets} (default {demo.default})\n{notes}"
+        f"config fields for --set KEY=VALUE (values of preset {shown}{start}):\n{fields}"
     )
 
 
@@ -54,9 +86,9 @@ def _add_config_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
         parser.add_argument(
             "--config",
             choices=list(demo.presets),
-            default=demo.default,
             metavar="PRESET",
-            help=f"config preset: {', '.join(demo.presets)}",
+            help=f"config preset: {', '.join(demo.presets)} (default: the --run-dir's saved "
+            f"config if it holds one, else {demo.default})",
         )
     parser.add_argument(
         "--set",
@@ -84,13 +116,27 @@ def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
             default=demo.default_run_dir,
             help=f"run directory (default {demo.default_run_dir})",
         )
-    parser.add_argument("--json", metavar="PATH", help="write the results as JSON (- for stdout)")
+    if verb.run_dir == "existing":
+        parser.add_argument(
+            "--untrained",
+            action="store_true",
+            help="run even if the run's models are at update 0 (nothing trained)",
+        )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the results as JSON (- for stdout: the JSON alone, the report on stderr)",
+    )
     parser.add_argument("--plot", type=Path, metavar="PATH", help="save the figure here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def build_parser(demo: Demo) -> argparse.ArgumentParser:
-    """`gnkit DEMO VERB [flags]`: one subcommand per verb, common flags plus the verb's own."""
+def build_parser(demo: Demo, preset: str | None = None) -> argparse.ArgumentParser:
+    """`gnkit DEMO VERB [flags]`: one subcommand per verb, common flags plus the verb's own.
+
+    A verb's help lists the config fields with the values of `preset` (the `--config` given on
+    the command line), else of the demo's default preset.
+    """
     parser = _Parser(prog=f"gnkit {demo.name}", description=demo.description)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in demo.verbs:
@@ -98,7 +144,7 @@ def build_parser(demo: Demo) -> argparse.ArgumentParser:
             verb.name,
             help=verb.help,
             description=verb.help,
-            epilog=_epilog(demo, verb),
+            epilog=_epilog(demo, verb, preset),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         _add_common_flags(sub, demo, verb)
@@ -123,7 +169,13 @@ def _resolve(demo: Demo, verb: Verb, args: argparse.Namespace) -> tuple[Any, Run
     if not verb.configured:
         return None, None
     earlier = open_existing(args.run_dir, demo.config_type) if verb.run_dir == "existing" else None
-    base = earlier.config if earlier is not None else demo.presets[args.config]
+    if earlier is not None:
+        base = earlier.config
+    elif args.config is None:
+        saved = saved_config(args.run_dir, demo.config_type) if verb.run_dir else None
+        base = saved or demo.presets[demo.default]
+    else:
+        base = demo.presets[args.config]
     changes, sources = _overrides(demo, args)
     try:
         config = dataclasses.replace(base, **changes)
@@ -156,28 +208,133 @@ def _options(args: argparse.Namespace, should_stop: StopRequest) -> Options:
     )
 
 
-def _report(results: Mapping[str, Any] | None, run_dir: RunDir | None, args) -> None:
+def _report(results: Mapping[str, Any] | None, run_dir: RunDir | None, args, stdout) -> None:
+    """Write the results to `<verb>.json` in the run directory and to `--json` (`-`: `stdout`)."""
     if results is None:
         return
     if not isinstance(results, Mapping):
         raise TypeError(f"verb {args.verb} returned {type(results).__name__}, expected a dict")
     if run_dir is not None and run_dir.exists:
         write_json(run_dir.file(f"{args.verb}.json"), results)
-    if args.json is not None:
+    if args.json == "-":
+        stdout.write(to_json(results))
+        stdout.flush()
+    elif args.json is not None:
         write_json(args.json, results)
+
+
+def _describe(checkpoints: Mapping[str, tuple[Path, int | None]], run_path: Path) -> str:
+    """`model checkpoints/x/best.msgpack (update 40), ...` for the closing and eval lines."""
+    parts = []
+    for name, (path, step) in checkpoints.items():
+        where = path.relative_to(run_path) if path.is_relative_to(run_path) else path
+        update = "update unknown" if step is None else f"update {step}"
+        parts.append(f"{name + ' ' if name else ''}{where} ({update})")
+    return ", ".join(parts)
+
+
+def _check_trained(demo: Demo, args: argparse.Namespace) -> None:
+    """Before a verb that reads an earlier run: name the checkpoints it will use (a run without
+    `checkpoints/` is left to the verb); `UsageError` if a model is at update 0, unless
+    `--untrained`."""
+    run_path = Path(args.run_dir)
+    checkpoints = report_checkpoints(run_path)
+    train = f"gnkit {demo.name} train --run-dir {shlex.quote(str(run_path))}"
+    untrained = [name or "the model" for name, (_, step) in checkpoints.items() if step == 0]
+    if untrained and not args.untrained:
+        raise UsageError(
+            f"--run-dir {run_path}: {', '.join(untrained)} at update 0 (nothing trained); "
+            f"train first ({train}), or pass --untrained to evaluate the initial parameters"
+        )
+    if checkpoints:
+        print(f"{args.verb}: {run_path}: {_describe(checkpoints, run_path)}", flush=True)
+
+
+def _next_command(demo: Demo, run_path: Path) -> str | None:
+    """The command that evaluates the run at `run_path`: the demo's `eval` verb, reading the
+    run with `--run-dir` or, for an `eval` without a run directory, `--checkpoint`."""
+    names = [verb.name for verb in demo.verbs]
+    if "eval" not in names:
+        return None
+    verb = demo.verb("eval")
+    path = shlex.quote(str(run_path))
+    if verb.run_dir == "existing":
+        return f"gnkit {demo.name} eval --run-dir {path}"
+    parser = argparse.ArgumentParser(add_help=False)
+    if verb.add_flags is not None:
+        verb.add_flags(parser)
+    options = {option for action in parser._actions for option in action.option_strings}
+    return f"gnkit {demo.name} eval --checkpoint {path}" if "--checkpoint" in options else None
+
+
+def _closing_lines(demo: Demo, run_dir: RunDir, args: argparse.Namespace) -> str:
+    """Where a training command's outputs went, and what to run next."""
+    run_path = run_dir.path
+    checkpoints = report_checkpoints(run_path)
+    lines = [f"run directory: {run_path}"]
+    if checkpoints:
+        lines.append(f"  checkpoints: {_describe(checkpoints, run_path)}")
+    figures = sorted(path.name for path in run_path.glob("*.png"))
+    if args.plot is not None and Path(args.plot).exists():
+        figures = [str(args.plot), *figures]
+    if figures:
+        lines.append(f"  figures: {', '.join(figures)}")
+    results = run_path / f"{args.verb}.json"
+    if results.exists():
+        lines.append(f"  results: {results.name}")
+    command = _next_command(demo, run_path)
+    if command is not None:
+        lines.append(f"next: {command}")
+    return "\n".join(lines)
+
+
+def _verb_list(demo: Demo) -> str:
+    names = ", ".join(verb.name for verb in demo.verbs)
+    return f"{names} (`gnkit {demo.name} --help` describes each)"
+
+
+def _preset_in(argv: Sequence[str]) -> str | None:
+    """The value of `--config` in `argv` (before parsing, for the help's field values)."""
+    for index, item in enumerate(argv):
+        if item == "--config" and index + 1 < len(argv):
+            return argv[index + 1]
+        if item.startswith("--config="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def _parse(demo: Demo, argv: Sequence[str]) -> argparse.Namespace:
+    names = [verb.name for verb in demo.verbs]
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        raise UsageError(f"expected a verb first: {_verb_list(demo)}")
+    if argv[0] not in names and not argv[0].startswith("-"):
+        nearest = difflib.get_close_matches(argv[0], names, n=1, cutoff=0.5)
+        hint = f"did you mean {nearest[0]!r}? " if nearest else ""
+        raise UsageError(f"unknown verb {argv[0]!r}; {hint}the verbs: {_verb_list(demo)}")
+    return build_parser(demo, _preset_in(argv)).parse_args(argv)
 
 
 def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
     from gnkit import tuning
 
     tuning.use_fast_allocator_for_training()
-    args = build_parser(demo).parse_args(argv)
+    args = _parse(demo, argv)
     verb = demo.verb(args.verb)
     config, run_dir = _resolve(demo, verb, args)
+    stdout = sys.stdout
+    human = sys.stderr if args.json == "-" else sys.stdout
     try:
-        _check_outputs(args)
-        results = verb.function(config, run_dir, _options(args, should_stop))
-        _report(results, run_dir, args)
+        with contextlib.redirect_stdout(human):
+            _check_outputs(args)
+            if verb.run_dir == "existing":
+                _check_trained(demo, args)
+            if run_dir is not None and run_dir.extended is not None:
+                key = run_dir.extended
+                print(f"continuing {run_dir.path} to {key}={getattr(config, key)}", flush=True)
+            results = verb.function(config, run_dir, _options(args, should_stop))
+            _report(results, run_dir, args, stdout)
+            if verb.run_dir == "create" and run_dir.exists and not should_stop():
+                print(_closing_lines(demo, run_dir, args), flush=True)
     finally:
         if run_dir is not None:
             run_dir.release()
@@ -225,7 +382,7 @@ def run_verb(
     )
     try:
         results = verb.function(config, earlier, options)
-        _report(results, earlier, argparse.Namespace(verb=verb_name, json=None))
+        _report(results, earlier, argparse.Namespace(verb=verb_name, json=None), sys.stdout)
     finally:
         if earlier is not None:
             earlier.release()
@@ -242,9 +399,15 @@ def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
     (`gnkit.tuning.use_fast_allocator_for_training`; `GNKIT_SYSTEM_MALLOC=1` opts out).
     SIGINT / SIGTERM while the verb runs set `options.should_stop`
     (`gnkit.train.stop_on_signals`, entered here and nowhere else); the first signal puts the
-    previous handlers back, so a second Ctrl-C interrupts at once (status 130).
+    previous handlers back, so a second Ctrl-C interrupts at once (status 130). A missing
+    package of the `demos` extra is one line naming the install command, status 2, before
+    anything runs.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    missing = missing_demo_extras()
+    if missing:
+        print(f"gnkit {demo.name}: error: {demo_extras_message(missing)}", file=sys.stderr)
+        return 2
     try:
         with stop_on_signals() as should_stop:
             return _run_verb(demo, argv, should_stop)

@@ -87,7 +87,10 @@ def _as_tuples(value: Any) -> Any:
 
 
 def differing_keys(saved: Mapping[str, Any], config: Any) -> list[str]:
-    """Keys whose saved (JSON) value differs from `config`'s, or that only one side has."""
+    """Keys whose saved (JSON) value differs from `config`'s, or that only one side has
+    (retired options saved at their no-op value count as absent)."""
+    retired = getattr(type(config), "RETIRED_SETTINGS", {})
+    saved = {k: v for k, v in saved.items() if k not in retired or v != retired[k]}
     current = config_dict(config)
     keys = saved.keys() | current.keys()
     return sorted(key for key in keys if saved.get(key) != current.get(key))
@@ -104,8 +107,26 @@ def read_config_json(path: Path) -> dict[str, Any]:
     return values
 
 
+def _without_retired(config_type: type, values: Mapping[str, Any], path: Path) -> dict:
+    """`values` without the options `config_type.RETIRED_SETTINGS` names (a mapping from a
+    removed field to the value that made it a no-op), so a run saved before an option was
+    removed still loads; a run that had a removed option switched on is refused."""
+    retired = getattr(config_type, "RETIRED_SETTINGS", {})
+    for key in sorted(set(values) & set(retired)):
+        if values[key] != retired[key]:
+            raise file_error(
+                path,
+                f"a {config_type.__name__} without {key}={values[key]!r} (that option was "
+                "removed after it measured no gain; the demo's results page names the commit "
+                "that has it)",
+            )
+    return {key: value for key, value in values.items() if key not in retired}
+
+
 def config_from_dict(config_type: type, values: Mapping[str, Any], path: Path) -> Any:
-    """A `config_type` from saved JSON values (lists become tuples; absent keys: defaults)."""
+    """A `config_type` from saved JSON values (lists become tuples; absent keys: defaults;
+    retired options at their no-op value: dropped)."""
+    values = _without_retired(config_type, values, path)
     unknown = sorted(set(values) - set(field_types(config_type)))
     if unknown:
         keys = ", ".join(unknown)

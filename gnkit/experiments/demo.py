@@ -87,10 +87,14 @@ class Verb:
 class Demo:
     """A demo: its `name` (`gnkit NAME`), a one-line `description`, config `presets` (frozen
     dataclasses of one type, with a `seed` field; the first preset is the default unless
-    `default_preset` says otherwise) and its `verbs`.
+    `default_preset` says otherwise), its `verbs`, and `preset_notes`, a line per preset for
+    `--help` (what it is for and what it costs).
 
-    Conventions shared by every demo's config: `seed`, `updates` (optimiser steps of training)
-    and `steps` (message-passing steps), when the demo has them.
+    Presets mean the same in every demo: `default`, the recipe that reaches the paper's number
+    on a CPU where one is known (else the best measured CPU run); `quick`, a first look in a few
+    minutes; `paper`, the paper's recipe, for an accelerator; `tiny`, for tests. Conventions
+    shared by every demo's config: `seed`, `updates` (optimiser steps of training) and `steps`
+    (message-passing steps), when the demo has them.
     """
 
     name: str
@@ -98,6 +102,7 @@ class Demo:
     presets: Mapping[str, Any]
     verbs: Sequence[Verb]
     default_preset: str | None = None
+    preset_notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not self.presets:
@@ -116,6 +121,9 @@ class Demo:
             raise ValueError(f"demo {self.name}: verb names must be unique and non-empty: {names}")
         if self.default_preset is not None and self.default_preset not in self.presets:
             raise ValueError(f"demo {self.name}: default preset {self.default_preset!r} unknown")
+        unknown = sorted(set(self.preset_notes) - set(self.presets))
+        if unknown:
+            raise ValueError(f"demo {self.name}: notes for unknown presets {unknown}")
 
     @property
     def config_type(self) -> type:
