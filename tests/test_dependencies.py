@@ -27,6 +27,8 @@ BELOW_NN = (
     "blocks.py",
     "attention.py",
     "convolutions.py",
+    "dmpnn.py",
+    "chem",
     "models.py",
     "parallel",
 )

@@ -1,5 +1,6 @@
 """Flax linen modules built on gnkit's functional blocks."""
 
+from gnkit.nn.dmpnn import DMPNN, graph_readout
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
 from gnkit.nn.kg import RGCN, KGEmbedding, RGCNEncoder
@@ -12,6 +13,7 @@ from gnkit.nn.rrn import RecurrentRelationalNetwork
 from gnkit.nn.typed import HeteroConv, TypedGraphNetwork, TypedRGCN, to_hetero
 
 __all__ = [
+    "DMPNN",
     "EncodeProcessDecode",
     "FactorisedDense",
     "GAT",
@@ -33,5 +35,6 @@ __all__ = [
     "RelationalMemory",
     "TypedGraphNetwork",
     "TypedRGCN",
+    "graph_readout",
     "to_hetero",
 ]
