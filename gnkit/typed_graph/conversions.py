@@ -203,7 +203,8 @@ def to_networkx(graph: TypedGraph):
 
     Node `(set name, row)` gets attributes `node_set` and, where present, `features` (its row:
     an array or a dict of arrays), `time` and `global_id`; each edge gets `edge_set` (its name),
-    `sender_set`, `receiver_set` and its `features` and `time`. Context features go to
+    `sender_set`, `receiver_set`, `row` (its row in the edge set) and its `features` and
+    `time`. Context features go to
     `nx_graph.graph['features']`. Needs networkx (the `networkx` extra).
     """
     _single_graph(graph, "to_networkx")
@@ -223,7 +224,7 @@ def to_networkx(graph: TypedGraph):
         senders, receivers = np.asarray(edge_set.senders), np.asarray(edge_set.receivers)
         for row in range(senders.shape[0]):
             attributes = {"edge_set": key.name, "sender_set": sender_set,
-                          "receiver_set": receiver_set}
+                          "receiver_set": receiver_set, "row": row}
             for field in ("features", "time"):
                 if getattr(edge_set, field) is not None:
                     attributes[field] = _row(getattr(edge_set, field), row)
@@ -246,7 +247,8 @@ def from_networkx(nx_graph, node_set_key: str = "node_set", edge_set_key: str = 
 
     Each node's `node_set_key` attribute names its node set; rows follow the order of
     `nx_graph.nodes`. Each edge's `edge_set_key` attribute names its edge set, keyed with the
-    sets of its two ends; edges of a set keep the order of `nx_graph.edges`. The `features`,
+    sets of its two ends; edges of a set are ordered by their `row` attribute when all have
+    one (as `to_networkx` writes), else as `nx_graph.edges` lists them. The `features`,
     `time` and `global_id` attributes, when every element of a set has them, are stacked (time
     as int32). `nx_graph.graph['features']` becomes the context features. The inverse of
     `to_networkx`. Raises `ValueError` naming a node or edge without its type attribute.
@@ -279,6 +281,8 @@ def from_networkx(nx_graph, node_set_key: str = "node_set", edge_set_key: str = 
         grouped.setdefault(key, []).append((sender_row, receiver_row, attributes))
     edges = {}
     for key, members in grouped.items():
+        if all("row" in m[2] for m in members):
+            members = sorted(members, key=lambda m: m[2]["row"])
         where = f"edge set {key}"
         time = _stacked([m[2].get("time") for m in members], f"{where} time")
         edges[key] = EdgeSet(

@@ -31,13 +31,18 @@ def _edge_field(key: EdgeSetKey, field: str) -> str:
     return f"edges[{key.name!r}, {key.node_sets}].{field}"
 
 
+def _dtype(array):
+    """The dtype as given (NumPy int64 stays int64, as `jnp.asarray` would not keep it)."""
+    return array.dtype if hasattr(array, "dtype") else np.asarray(array).dtype
+
+
 def _check_counts(where: str, counts, n_graph: int) -> None:
     if counts is None:
         raise ValueError(f"{where} is None; expected an integer array [n_graph].")
-    if np.ndim(counts) != 1 or not jnp.issubdtype(np.asarray(counts).dtype, jnp.integer):
+    if np.ndim(counts) != 1 or not jnp.issubdtype(_dtype(counts), jnp.integer):
         raise ValueError(
             f"{where} must be 1-D integer [n_graph]; found shape {np.shape(counts)}, dtype "
-            f"{jnp.asarray(counts).dtype}."
+            f"{_dtype(counts)}."
         )
     if np.shape(counts)[0] != n_graph:
         raise ValueError(
@@ -56,10 +61,10 @@ def _check_rows(where: str, tree, rows: int, rows_name: str) -> None:
 
 
 def _check_index_array(where: str, array, rows: int | None = None, rows_name: str = "") -> None:
-    if np.ndim(array) != 1 or not jnp.issubdtype(jnp.asarray(array).dtype, jnp.integer):
+    if np.ndim(array) != 1 or not jnp.issubdtype(_dtype(array), jnp.integer):
         raise ValueError(
             f"{where} must be a 1-D integer array; found shape {np.shape(array)}, dtype "
-            f"{jnp.asarray(array).dtype}."
+            f"{_dtype(array)}."
         )
     if rows is not None and np.shape(array)[0] != rows:
         raise ValueError(
@@ -84,7 +89,7 @@ def _check_static(graph: TypedGraph) -> None:
             value = getattr(node_set, field)
             if value is not None:
                 _check_index_array(_node_field(name, field), value, rows, "the set's rows")
-        if node_set.time is not None and jnp.asarray(node_set.time).dtype != jnp.int32:
+        if node_set.time is not None and _dtype(node_set.time) != np.int32:
             raise ValueError(
                 f"{_node_field(name, 'time')} must be int32; found {node_set.time.dtype}."
             )
@@ -104,7 +109,7 @@ def _check_static(graph: TypedGraph) -> None:
         _check_rows(_edge_field(key, "features"), edge_set.features, rows, "len(senders)")
         if edge_set.time is not None:
             _check_index_array(_edge_field(key, "time"), edge_set.time, rows, "len(senders)")
-            if jnp.asarray(edge_set.time).dtype != jnp.int32:
+            if _dtype(edge_set.time) != np.int32:
                 raise ValueError(
                     f"{_edge_field(key, 'time')} must be int32; found {edge_set.time.dtype}."
                 )
