@@ -11,14 +11,14 @@
 - `RunClock`: process CPU and wall seconds accumulated over resumes.
 - Progress: `gnkit.progress.ProgressBar`.
 - Stopping: `StopRequest`, `TrainingStopped`, and `stop_on_signals()` for command-line entry
-  points (the only function here that touches process state: signal handlers, restored on exit).
+  points (signal handlers, restored on exit; `fit` uses it for SIGINT while it runs).
 
 `fit` drives a `train_step` over batches that are a pure function of the step number, so a run
 that is stopped (Ctrl-C, SIGTERM, a killed machine) and restarted from its last checkpoint
 continues exactly where it stopped: same parameters, optimiser state and next batch. Its
-`parallel` argument is a `gnkit.parallel` strategy (or a mode name): parameters stay replicated
-on the devices during training, and evaluation and checkpoints get one host copy, so a
-checkpoint resumes in any mode.
+`parallel` argument is a `gnkit.parallel` strategy or a mode name (`single`, `pmap`, `mesh`):
+parameters stay replicated on the devices during training, and evaluation and checkpoints get
+one host copy, so a checkpoint resumes in any mode.
 
 Checkpoint format. One file per save, `checkpoint_<step>.msgpack`, the whole `TrainingState`
 serialised with `flax.serialization`, written to a temporary file, fsynced and renamed, so a kill
@@ -30,11 +30,17 @@ gnkit's demos hold small replicated states; a flat file needs no extra dependenc
 background threads, is one rename to commit, and keeps every existing run and the shipped
 pretrained checkpoint readable. A state sharded over hosts is the point to move to orbax.
 A checkpoint that cannot be read is named in a warning, set aside, and `resume_or` resumes from
-the one before.
+the one before. A partial `.checkpoint_*.tmp` (a process killed while writing) is removed when
+`fit` next starts in that directory.
 
 Stopping is cooperative: `fit` checks `should_stop` between steps, logs the partial interval,
-saves and raises `TrainingStopped` (whose `exit_code` is 130 for SIGINT, 143 for SIGTERM). It
-installs no signal handler, so it runs in any thread and in a notebook.
+saves and raises `TrainingStopped` (whose `exit_code` is 130 for SIGINT, 143 for SIGTERM).
+Ctrl-C in a script or a notebook is a stop request too: while `fit` runs in the main thread and
+SIGINT has Python's default handler, a handler that only sets a flag replaces it, and the old
+one is back when `fit` returns or raises. A `KeyboardInterrupt` raised by the default handler
+can land anywhere, e.g. inside JAX's garbage-collection callback (where Python prints
+"Exception ignored" and training goes on), or while XLA compiles, which can crash the process;
+a flag cannot. A second Ctrl-C finds the default handler back and interrupts at once.
 """
 
 from __future__ import annotations
@@ -55,7 +61,6 @@ import flax.serialization
 import flax.struct
 import jax
 import numpy as np
-from jax.sharding import Mesh
 
 from gnkit import parallel as data_parallelism
 from gnkit.progress import ProgressBar
@@ -223,6 +228,19 @@ def save_checkpoint(directory: str | Path, state: TrainingState, name: str | Non
 
 def _checkpoint_name(step: int) -> str:
     return f"{_CHECKPOINT_PREFIX}{step:09d}.msgpack"
+
+
+def remove_partial_checkpoints(directory: str | Path) -> list[Path]:
+    """Delete the temporary files a killed `save_checkpoint` left in `directory` (never read:
+    a checkpoint only counts once renamed into place); returns the paths removed. Host."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    names = (f"{_CHECKPOINT_PREFIX}*", BEST_CHECKPOINT)
+    partial = sorted(path for name in names for path in directory.glob(f".{name}.tmp"))
+    for path in partial:
+        path.unlink(missing_ok=True)
+    return partial
 
 
 def checkpoint_steps(directory: str | Path) -> list[int]:
@@ -408,17 +426,26 @@ def _stop_check(
     return should_stop
 
 
-def strategy_for(
-    parallel: data_parallelism.Strategy | str | None, mode: str | None, mesh: Mesh | None
-) -> data_parallelism.Strategy:
-    """The data-parallel strategy `fit` uses: `parallel` (a strategy or a mode name), else
-    `data_parallel(mode or 'single', mesh)`."""
-    if parallel is not None and mode is not None:
-        raise ValueError("give fit `parallel` or `mode`, not both")
-    chosen = parallel if parallel is not None else mode or "single"
-    if isinstance(chosen, str):
-        return data_parallelism.data_parallel(chosen, mesh)
-    return chosen
+def strategy_for(parallel: data_parallelism.Strategy | str) -> data_parallelism.Strategy:
+    """The data-parallel strategy `fit` uses: `parallel` itself, or `data_parallel(parallel)`
+    for a mode name (`single`, `pmap`, `mesh`)."""
+    if isinstance(parallel, str):
+        return data_parallelism.data_parallel(parallel)
+    return parallel
+
+
+@contextlib.contextmanager
+def _interrupts_as_stop_request() -> Iterator[StopRequest]:
+    """While the block runs in the main thread with Python's default SIGINT handler, SIGINT
+    sets the yielded flag instead of raising (`stop_on_signals`); otherwise (another thread,
+    or a handler someone installed, e.g. a command's) nothing changes and the flag stays
+    unset."""
+    on_main = threading.current_thread() is threading.main_thread()
+    if on_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        with stop_on_signals((signal.SIGINT,)) as request:
+            yield request
+    else:
+        yield StopRequest()
 
 
 class _Window:
@@ -453,9 +480,7 @@ def fit(
     metrics_path: str | Path | None = None,
     log_every_steps: int = 50,
     progress: bool = True,
-    parallel: data_parallelism.Strategy | str | None = None,
-    mode: str | None = None,
-    mesh: Mesh | None = None,
+    parallel: data_parallelism.Strategy | str = "single",
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None = None,
     fast_allocator: bool = True,
 ) -> TrainingState:
@@ -474,13 +499,17 @@ def fit(
     returning a bool) is checked before every step: once it is set, `fit` logs the partial log
     interval, saves the state and raises `TrainingStopped`, whose message names the cause from
     `should_stop.signal_number` or `should_stop.reason` where it has them; so does a
-    KeyboardInterrupt raised inside the loop (Ctrl-C in a notebook). `fit` installs no signal
-    handler.
+    KeyboardInterrupt raised inside the loop. Ctrl-C (SIGINT) is a stop request too: in the
+    main thread, where SIGINT has Python's default handler, `fit` installs a handler that sets a
+    flag for the duration of the call (the default is restored when it returns or raises), so
+    the current update finishes, the state is saved and `TrainingStopped` (a
+    `KeyboardInterrupt`) reaches the caller; a second Ctrl-C interrupts at once.
 
     `parallel` is the `gnkit.parallel` strategy that `train_step` and `make_batch` were built
-    with (or its mode name; default 'single'): `fit` replicates `state.params` and
+    with, or its mode name (default `single`): `fit` replicates `state.params` and
     `state.opt_state` with it before the first step, and `evaluate` and the checkpoints get its
-    `host_copy`. `mode` and `mesh` are the older spelling, `data_parallel(mode, mesh)`.
+    `host_copy`. With `checkpoint_dir`, partial checkpoint files a killed process left there are
+    removed first (`remove_partial_checkpoints`).
 
     `fast_allocator` calls `gnkit.tuning.use_fast_allocator_for_training()` first (a process-wide
     glibc setting that stops per-step page faults on buffers up to 64 MB, at the cost of keeping
@@ -490,13 +519,14 @@ def fit(
         from gnkit import tuning
 
         tuning.use_fast_allocator_for_training()
-    strategy = strategy_for(parallel, mode, mesh)
+    strategy = strategy_for(parallel)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    if checkpoint_dir is not None:
+        remove_partial_checkpoints(checkpoint_dir)
     clock = RunClock(state)
     evaluation = Every(eval_every_steps, eval_every_s)
     saving = Every(None, checkpoint_every_s)
     window = _Window()
-    stop_requested = _stop_check(should_stop)
     bar = None
     if progress:
         bar = ProgressBar(num_steps, initial=int(state.step), description="training")
@@ -538,39 +568,44 @@ def fit(
     params, opt_state = strategy.replicate((state.params, state.opt_state))
     step = int(state.step)
     interrupted = False
-    try:
+    asked = _stop_check(should_stop)
+    with _interrupts_as_stop_request() as ctrl_c:
         try:
-            while step < num_steps and not stop_requested():
-                params, opt_state, step_metrics = train_step(params, opt_state, make_batch(step))
-                step += 1
-                window.add(step_metrics)
-                if bar is not None:
-                    bar.update(1)
-                if step % log_every_steps == 0 or step == num_steps:
+            try:
+                while step < num_steps and not (ctrl_c.is_set() or asked()):
+                    params, opt_state, step_metrics = train_step(
+                        params, opt_state, make_batch(step)
+                    )
+                    step += 1
+                    window.add(step_metrics)
+                    if bar is not None:
+                        bar.update(1)
+                    if step % log_every_steps == 0 or step == num_steps:
+                        state = log_window(state.replace(step=step))
+                    due_eval = evaluate is not None and evaluation.due(step)
+                    if due_eval or saving.due(step) or step == num_steps:
+                        state = host_state(state, params, opt_state, step)
+                        if due_eval or (step == num_steps and evaluate is not None):
+                            state = run_evaluation(state)
+                            evaluation.reset()
+                        save(state)
+                        saving.reset()
+            except KeyboardInterrupt:
+                interrupted = True
+            if interrupted or step < num_steps:
+                if window.values:
                     state = log_window(state.replace(step=step))
-                due_eval = evaluate is not None and evaluation.due(step)
-                if due_eval or saving.due(step) or step == num_steps:
-                    state = host_state(state, params, opt_state, step)
-                    if due_eval or (step == num_steps and evaluate is not None):
-                        state = run_evaluation(state)
-                        evaluation.reset()
-                    save(state)
-                    saving.reset()
-        except KeyboardInterrupt:
-            interrupted = True
-        if interrupted or step < num_steps:
-            if window.values:
-                state = log_window(state.replace(step=step))
-            state = host_state(state, params, opt_state, step)
-            cause = signal.SIGINT if interrupted else _requesting_signal(should_stop)
-            reason = None if interrupted else getattr(should_stop, "reason", None)
-            stopped = TrainingStopped(step, save(state), cause, reason)
-            _write(bar, str(stopped))
-            raise stopped
-    finally:
-        if bar is not None:
-            bar.close()
-        metrics.close()
+                state = host_state(state, params, opt_state, step)
+                by_signal = interrupted or ctrl_c.is_set()
+                cause = signal.SIGINT if by_signal else _requesting_signal(should_stop)
+                reason = None if by_signal else getattr(should_stop, "reason", None)
+                stopped = TrainingStopped(step, save(state), cause, reason)
+                _write(bar, str(stopped))
+                raise stopped
+        finally:
+            if bar is not None:
+                bar.close()
+            metrics.close()
     return state
 
 
@@ -586,12 +621,30 @@ def _plain(value: Any) -> Any:
 
 
 def _summary(results: Mapping[str, Any]) -> str:
+    """`key=value, ...` of the scalar results, 4 significant digits, then the evaluation's CPU
+    time in seconds; `score` is left out where it repeats another value (it is the monitored
+    metric under a second name)."""
     scalars = {
-        key: value
+        key: float(value)
         for key, value in results.items()
         if not isinstance(value, Mapping) and np.ndim(value) == 0
     }
-    return ", ".join(f"{key}={float(value):.4g}" for key, value in scalars.items())
+    seconds = scalars.pop("eval_cpu_minutes", None)
+    score = scalars.pop("score", None)
+    if score is not None and score not in scalars.values():
+        scalars = {"score": score, **scalars}
+    text = ", ".join(f"{key}={_number(value)}" for key, value in scalars.items())
+    if seconds is not None:
+        text += f" ({seconds * 60:.1f} CPU-s)"
+    return text
+
+
+def _number(value: float) -> str:
+    """4 significant digits, without an exponent between 1e-4 and 1e6."""
+    text = f"{value:.4g}"
+    if "e" in text and 1e-4 <= abs(value) < 1e6:
+        text = f"{value:.0f}" if abs(value) >= 1 else f"{value:.6f}".rstrip("0")
+    return text
 
 
 def _write(bar: ProgressBar | None, message: str) -> None:

@@ -321,8 +321,9 @@ BAD_INPUTS = [
     (["train", "--config", "huge"], "argument --config: invalid choice: 'huge'"),
     (["train", "--parallel", "gpu"], "argument --parallel: invalid choice: 'gpu'"),
     (["train", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ([], "the following arguments are required: VERB"),
+    (["frobnicate"], "unknown verb 'frobnicate'; the verbs: train, eval, show, count"),
+    (["trian"], "unknown verb 'trian'; did you mean 'train'? the verbs: train, eval, show, count"),
+    ([], "expected a verb first: train, eval, show, count (`gnkit toy --help` describes each)"),
     (["train", "--run-dir", "a_file"], "--run-dir a_file: is a file, expected a directory"),
     (["train", "--run-dir", "a_file/run"], "--run-dir a_file/run: a_file is a file, expected a"),
     (["train", "--json", "outdir"], "--json outdir: is a directory, expected a file path"),
@@ -577,7 +578,7 @@ def test_run_verb_from_python_checks_resumes_and_records(workdir):
     with pytest.raises(UsageError, match="updates must be >= 1"):
         experiments.run_verb(TOY, "train", ToyConfig(updates=0), "s")
     with pytest.raises(UsageError, match="holds a run with another config"):
-        experiments.run_verb(TOY, "train", ToyConfig(updates=3), "r", data=None, signal_at=None)
+        experiments.run_verb(TOY, "train", ToyConfig(updates=1), "r", data=None, signal_at=None)
     assert not (workdir / "s").exists()
 
 

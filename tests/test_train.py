@@ -376,12 +376,16 @@ def test_a_stop_message_names_the_stopping_callables_reason(tmp_path):
     assert (stopped.value.signal_number, stopped.value.exit_code) == (None, 130)
 
 
-def test_fit_installs_no_signal_handler_and_stops_cleanly_on_keyboard_interrupt(tmp_path):
-    """As in a notebook: no `should_stop`, and Ctrl-C arrives as a KeyboardInterrupt."""
+def test_fit_stops_cleanly_on_a_keyboard_interrupt_and_restores_the_sigint_handler(tmp_path):
+    """As in a notebook: no `should_stop`; a KeyboardInterrupt raised inside the loop (here by
+    `make_batch`) saves and stops. While `fit` runs SIGINT has its flag-setting handler, SIGTERM
+    is untouched, and both are as before once it has raised."""
     handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    assert handlers[0] is signal.default_int_handler
+    seen = []
 
     def interrupted_batch(step):
-        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+        seen.append((signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)))
         if step == 3:
             raise KeyboardInterrupt
         return TOY["make_batch"](step)
@@ -397,6 +401,56 @@ def test_fit_installs_no_signal_handler_and_stops_cleanly_on_keyboard_interrupt(
         )
     assert (stopped.value.step, stopped.value.exit_code) == (3, 130)
     assert training.checkpoint_steps(tmp_path) == [3]
+    assert all(sigint is not handlers[0] and sigterm is handlers[1] for sigint, sigterm in seen)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+
+
+def test_a_sigint_during_fit_stops_after_the_current_update(tmp_path):
+    """`signal.raise_signal(SIGINT)` inside update 4's batch: the update still runs (no
+    exception mid-step), the state after it is saved, `TrainingStopped` names SIGINT."""
+
+    def batch(step):
+        if step == 4:
+            signal.raise_signal(signal.SIGINT)
+        return TOY["make_batch"](step)
+
+    with pytest.raises(training.TrainingStopped) as stopped:
+        training.fit(
+            TOY["initial_state"](),
+            TOY["train_step"],
+            batch,
+            10,
+            checkpoint_dir=tmp_path,
+            progress=False,
+        )
+    assert (stopped.value.step, stopped.value.signal_number) == (5, signal.SIGINT)
+    assert "stopped by SIGINT at step 5" in str(stopped.value)
+    assert training.checkpoint_steps(tmp_path) == [5]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_fit_leaves_a_handler_someone_installed_alone():
+    """Under a command's `stop_on_signals` (or any handler but Python's default) `fit` keeps
+    the handler in place: the command's flag asks for the stop."""
+    with training.stop_on_signals() as stop:
+        installed = signal.getsignal(signal.SIGINT)
+
+        def batch(step):
+            assert signal.getsignal(signal.SIGINT) is installed
+            if step == 2:
+                signal.raise_signal(signal.SIGINT)
+            return TOY["make_batch"](step)
+
+        with pytest.raises(training.TrainingStopped) as stopped:
+            training.fit(
+                TOY["initial_state"](),
+                TOY["train_step"],
+                batch,
+                10,
+                progress=False,
+                should_stop=stop,
+            )
+    assert (stopped.value.step, stopped.value.exit_code) == (3, 130)
 
 
 def test_first_signal_restores_the_previous_handler_so_a_second_one_interrupts():
@@ -417,20 +471,13 @@ def test_train_state_is_a_deprecated_name_of_training_state():
 
 
 def test_fit_takes_a_strategy_or_its_mode_name_alike():
-    """`parallel=` a strategy object, its mode name, or the older `mode=`: one code path, the
-    same trained state (the toy step is plain `jit`, so the one-device layout is all that
-    differs)."""
+    """`parallel=` a strategy object or its mode name: one code path, the same trained state
+    (the toy step is plain `jit`, so the one-device layout is all that differs)."""
     from gnkit.parallel import data_parallel
 
     want = toy_fit(5)
-    for spelling in (
-        {"parallel": data_parallel("single")},
-        {"parallel": "single"},
-        {"mode": "single"},
-    ):
-        assert_same_state(toy_fit(5, **spelling), want)
-    with pytest.raises(ValueError, match="not both"):
-        toy_fit(5, parallel="single", mode="single")
+    for parallel in (data_parallel("single"), "single"):
+        assert_same_state(toy_fit(5, parallel=parallel), want)
 
 
 def test_checkpoint_pieces_alone(tmp_path):
@@ -586,16 +633,28 @@ def test_cli_dispatches_to_the_sudoku_demo(capsys):
     assert cli.main(["sudoku", "eval", "--help"]) == 0
     assert "--checkpoint" in capsys.readouterr().out
     assert cli.main(["no-such-demo"]) == 2
-    assert "sudoku" in capsys.readouterr().out
+    assert "sudoku" in capsys.readouterr().err
 
 
 def test_learning_curves_subtract_evaluation_time(tmp_path):
     rows = [
         {"kind": "train", "step": 1, "cpu_minutes": 1.0},
-        {"kind": "eval", "step": 2, "examples": 64, "cpu_minutes": 3.0, "eval_cpu_minutes": 0.5,
-         "per_givens": {"17": {"puzzle": 0.0, "cell": 0.2}}},
-        {"kind": "eval", "step": 4, "examples": 128, "cpu_minutes": 6.0, "eval_cpu_minutes": 0.5,
-         "per_givens": {"17": {"puzzle": 0.1, "cell": 0.5}}},
+        {
+            "kind": "eval",
+            "step": 2,
+            "examples": 64,
+            "cpu_minutes": 3.0,
+            "eval_cpu_minutes": 0.5,
+            "per_givens": {"17": {"puzzle": 0.0, "cell": 0.2}},
+        },
+        {
+            "kind": "eval",
+            "step": 4,
+            "examples": 128,
+            "cpu_minutes": 6.0,
+            "eval_cpu_minutes": 0.5,
+            "per_givens": {"17": {"puzzle": 0.1, "cell": 0.5}},
+        },
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     curves = demo.learning_curves({"cpu": tmp_path})

@@ -12,6 +12,13 @@ Layout: `config.json`, `metrics.jsonl` (one JSON record a line, `gnkit.train.fit
 A run directory opened to train (`open_for_config`) is locked while its verb runs (an exclusive
 `flock` on `.lock`, holding the owner's process id), so a second process training into the same
 directory is refused instead of interleaving checkpoints and metrics with the first.
+
+A run is continued by giving it a larger length alone (`--set updates=N`, or `epochs` where a
+demo counts those): the saved config is rewritten with the new length when the verb first
+writes, and training resumes from the last checkpoint up to N. A schedule that depends on the
+length (cosine decay, a warm-up fraction, a decay start) is that of the N-update run, read from
+the resumed update on; so a cosine schedule that had decayed to zero at the old end resumes at
+the longer run's value there. Any other change, or a smaller length, is still refused.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 LOCK_FILE = ".lock"
+LENGTH_KEYS = ("updates", "epochs")
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -101,12 +109,15 @@ class RunDir:
     """The run directory of one command, holding `config`; created lazily on first write.
 
     `exclusive` directories (opened to train) take the directory's lock on creation (or on
-    opening, when an earlier run left one) and keep it until `release`.
+    opening, when an earlier run left one) and keep it until `release`. `extended` names the
+    length key (`updates`) of a run continued to a larger value: its `config.json` is
+    rewritten with the new value on the first write.
     """
 
     path: Path
     config: Any
     exclusive: bool = False
+    extended: str | None = None
     _lock_descriptor: int | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def acquire(self) -> None:
@@ -126,9 +137,10 @@ class RunDir:
         return (self.path / CONFIG_FILE).exists()
 
     def create(self) -> Path:
-        """Make the directory and write `config.json` if it is not there; return the path."""
+        """Make the directory and write `config.json` if it is not there (rewrite it for a run
+        continued to a larger length); return the path."""
         config_path = self.path / CONFIG_FILE
-        if not config_path.exists():
+        if self.extended is not None or not config_path.exists():
             try:
                 self.path.mkdir(parents=True, exist_ok=True)
                 temporary = self.path / f".{CONFIG_FILE}.tmp"
@@ -137,6 +149,7 @@ class RunDir:
             except OSError as error:
                 reason = error.strerror or type(error).__name__
                 raise UsageError(f"--run-dir {self.path}: cannot write ({reason})") from None
+            self.extended = None
         self.acquire()
         return self.path
 
@@ -159,15 +172,18 @@ def open_for_config(path: Path, config: Any) -> RunDir:
     """A `RunDir` for a run of `config` at `path`: new, or the same config to resume.
 
     `UsageError` if `path` is a file or not writable, holds a run with another config (the
-    message names the keys that differ and both values), or is locked by another process.
-    The caller `release`s the lock when the run ends.
+    message names the keys that differ and both values; a larger length alone, `updates` or
+    `epochs`, continues the run instead), or is locked by another process. The caller
+    `release`s the lock when the run ends.
     """
     check_writable(path, "--run-dir", directory=True)
     config_path = path / CONFIG_FILE
+    extended = None
     if config_path.exists():
         saved = read_config_json(config_path)
         keys = differing_keys(saved, config)
-        if keys:
+        extended = _longer(keys, saved, config)
+        if keys and extended is None:
             current = config_dict(config)
             changes = ", ".join(
                 f"{key} {saved.get(key, '(absent)')!r} there, {current.get(key, '(absent)')!r} here"
@@ -175,12 +191,30 @@ def open_for_config(path: Path, config: Any) -> RunDir:
             )
             raise UsageError(
                 f"--run-dir {path} holds a run with another config ({changes}); "
-                "use another --run-dir, or the same settings to resume"
+                "use another --run-dir, or the same settings to resume (a larger "
+                f"{' or '.join(LENGTH_KEYS)} alone continues the run)"
             )
-    run_dir = RunDir(path, config, exclusive=True)
+    run_dir = RunDir(path, config, exclusive=True, extended=extended)
     if (path / LOCK_FILE).exists():
         run_dir.acquire()
     return run_dir
+
+
+def _longer(keys: list[str], saved: dict[str, Any], config: Any) -> str | None:
+    """The length key when `keys` is that key alone and `config` makes it larger, else None."""
+    if len(keys) != 1 or keys[0] not in LENGTH_KEYS:
+        return None
+    before, after = saved.get(keys[0]), getattr(config, keys[0], None)
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (before, after))
+    return keys[0] if numbers and after > before else None
+
+
+def saved_config(path: Path, config_type: type) -> Any | None:
+    """The config saved in the run directory `path` (`config.json`), or None if it has none."""
+    config_path = Path(path) / CONFIG_FILE
+    if not config_path.is_file():
+        return None
+    return config_from_dict(config_type, read_config_json(config_path), config_path)
 
 
 def open_existing(path: Path, config_type: type) -> RunDir:
