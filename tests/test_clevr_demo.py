@@ -10,6 +10,9 @@ import optax
 import pytest
 
 from gnkit.demos import clevr as demo
+from gnkit.demos.clevr import config as config_module
+from gnkit.demos.clevr import data, models, training
+from gnkit.nn import RelationNetwork
 from gnkit.nn.relation_network import pair_graph
 from gnkit.tasks import clevr
 
@@ -40,12 +43,12 @@ def test_generate_writes_clevr_files(tmp_path, capsys):
 def test_short_training_lowers_the_loss(name, small_data):
     config = dataclasses.replace(demo.CONFIGS["tiny"], pair_width=32, output_width=32,
                                  mlp_width=32)
-    model = demo.build_model(name, config)
-    batch = demo.question_batch(small_data, np.arange(16))
+    model = models.build_model(name, config)
+    batch = data.question_batch(small_data, np.arange(16))
     params = model.init(jax.random.key(0), batch)
     optimizer = optax.adam(3e-3)
     opt_state = optimizer.init(params)
-    loss_of = demo.loss_fn(model)
+    loss_of = training.loss_fn(model)
 
     @jax.jit
     def step(params, opt_state):
@@ -63,8 +66,8 @@ def test_short_training_lowers_the_loss(name, small_data):
 
 def test_rn_ignores_padding_objects(small_data):
     config = demo.CONFIGS["tiny"]
-    model = demo.build_model("rn", config)
-    batch = demo.question_batch(small_data, np.arange(4))
+    model = models.build_model("rn", config)
+    batch = data.question_batch(small_data, np.arange(4))
     params = model.init(jax.random.key(1), batch)
     noisy = dict(batch, objects=np.where(batch["object_mask"][..., None], batch["objects"], 7.0))
     assert np.allclose(model.apply(params, batch), model.apply(params, noisy), atol=1e-5)
@@ -73,7 +76,7 @@ def test_rn_ignores_padding_objects(small_data):
 def test_accuracy_by_family_by_hand():
     correct = np.array([1, 0, 1, 1, 0, 0], bool)
     family = np.array([0, 0, 1, 2, 2, 3])
-    table = demo.accuracy_by_family(correct, family)
+    table = training.accuracy_by_family(correct, family)
     assert table["overall"] == pytest.approx(0.5)
     assert (table["exist"], table["count"], table["compare_integer"]) == (0.5, 1.0, 0.5)
     assert table["compare_attribute"] == 0.0 and np.isnan(table["query_attribute"])
@@ -103,12 +106,12 @@ def test_train_resume_and_eval(tmp_path):
 
 
 def test_data_folder_in_generated_layout(tmp_path):
-    for split in demo.SPLITS:
+    for split in config_module.SPLITS:
         scenes, questions = clevr.generate(3, seed=1, split=split)
         clevr.write_split(tmp_path / "data" / split, scenes, questions, split)
     config = dataclasses.replace(demo.CONFIGS["tiny"], data=str(tmp_path / "data"))
-    splits = demo.load_splits(config, None)
-    assert [len(splits[split][0]) for split in demo.SPLITS] == [3, 3, 3]
+    splits = data.load_splits(config, None)
+    assert [len(splits[split][0]) for split in config_module.SPLITS] == [3, 3, 3]
     assert demo.main(["train", "--config", "tiny", "--set", f"data={tmp_path / 'nowhere'}",
                       "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 2
 
@@ -123,8 +126,8 @@ def test_data_folder_in_clevr_release_layout(tmp_path):
             (folder / f"CLEVR_{split}_{name}.json").write_text(json.dumps({"info": {},
                                                                            key: items}))
     config = dataclasses.replace(demo.CONFIGS["tiny"], data=str(tmp_path), valid_scenes=2)
-    splits = demo.load_splits(config, None)
-    assert [len(splits[split][0]) for split in demo.SPLITS] == [3, 2, 2]
+    splits = data.load_splits(config, None)
+    assert [len(splits[split][0]) for split in config_module.SPLITS] == [3, 2, 2]
     held_out = {scene["image_index"] for scene in splits["val"][0]}
     assert held_out == {3, 4}
     assert {q["image_index"] for q in splits["val"][1]} == held_out
@@ -148,35 +151,17 @@ def test_readme_default_run(tmp_path):
     assert min(rn["overall"], mlp["overall"]) > 0.43
 
 
-def test_training_batches_are_renamed_and_repeatable(small_data):
-    config = dataclasses.replace(demo.CONFIGS["tiny"], batch_size=32, rename_attributes=True)
-    batches = demo.make_batch(config, small_data)
-    plain = demo.make_batch(dataclasses.replace(config, rename_attributes=False), small_data)
-    first, again, original = batches(3), batches(3), plain(3)
-    for key in first:
-        np.testing.assert_array_equal(first[key], again[key])
-    np.testing.assert_array_equal(first["length"], original["length"])
-    np.testing.assert_array_equal(first["object_mask"], original["object_mask"])
-    np.testing.assert_array_equal(first["objects"][..., :3], original["objects"][..., :3])
-    assert (first["words"] != original["words"]).any(axis=1).mean() > 0.5
-
-
-def test_positions_scaled_and_pair_sum_normalised_in_both_rn_layouts(small_data):
-    """The demo's RN (positions x 1/3, layer norm on the pair sum) equals `RelationNetwork`'s
-    edge-list layout with the same parameters on the scaled objects."""
-    config = dataclasses.replace(demo.CONFIGS["tiny"], position_scale=1 / 3,
-                                 normalize_pair_sum=True)
-    model = demo.build_model("rn", config)
-    batch = demo.question_batch(small_data, np.arange(5))
+def test_the_demo_rn_equals_the_edge_list_relation_network(small_data):
+    """The demo's RN (dense layout, padding objects masked) equals `RelationNetwork`'s edge-list
+    layout with the same parameters."""
+    config = demo.CONFIGS["tiny"]
+    model = models.build_model("rn", config)
+    batch = data.question_batch(small_data, np.arange(5))
     params = model.init(jax.random.key(2), batch)
-    question = demo.QuestionEncoder(config.embedding, config.lstm).apply(
+    question = models.QuestionEncoder(config.embedding, config.lstm).apply(
         {"params": params["params"]["question"]}, batch["words"], batch["length"])
-    objects = batch["objects"].copy()
-    objects[..., :3] /= 3
-    network = demo.RelationNetwork(pair_features=(config.pair_width,) * 4,
-                                   output_features=(config.output_width,) * 2 + (28,),
-                                   normalize_sum=True)
-    graph = pair_graph(objects, np.asarray(question), batch["object_mask"])
+    network = RelationNetwork(pair_features=(config.pair_width,) * 4,
+                              output_features=(config.output_width,) * 2 + (28,))
+    graph = pair_graph(batch["objects"], np.asarray(question), batch["object_mask"])
     edge_list = network.apply({"params": params["params"]["rn"]}, graph)
     np.testing.assert_allclose(model.apply(params, batch), edge_list, atol=1e-4)
-    assert "sum_norm" in params["params"]["rn"]

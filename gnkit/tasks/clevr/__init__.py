@@ -4,8 +4,7 @@ A CLEVR-distributed benchmark made offline with CLEVR's own templates, program v
 synonyms and object properties (`gnkit/data/clevr`, BSD licence): `scenes` places 3-10 objects
 with the rules of CLEVR's renderer, `questions` instantiates the 90 templates (9 families) on a
 scene as CLEVR's question generator does, `programs` executes any program, and `files` reads and
-writes CLEVR's released JSON formats and encodes them for the models, and `augment` renames
-attribute values consistently in a batch. Host (pure Python and
+writes CLEVR's released JSON formats and encodes them for the models. Host (pure Python and
 NumPy).
 
 >>> scenes, questions = generate(2, seed=0)
@@ -13,7 +12,6 @@ NumPy).
 True
 """
 
-from gnkit.tasks.clevr.augment import Renaming
 from gnkit.tasks.clevr.files import (
     OBJECT_FEATURES,
     encode,
@@ -34,7 +32,6 @@ __all__ = [
     "INVALID",
     "OBJECT_FEATURES",
     "QuestionGenerator",
-    "Renaming",
     "SceneIndex",
     "answer_text",
     "answers",

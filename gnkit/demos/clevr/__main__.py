@@ -1,0 +1,7 @@
+"""`python -m gnkit.demos.clevr`: the demo's command line."""
+
+import sys
+
+from gnkit.demos.clevr import main
+
+sys.exit(main())
