@@ -59,7 +59,6 @@ DOCUMENTED_MODULES = [
     "gnkit.tasks.clevr.questions",
     "gnkit.tasks.clevr.files",
     "gnkit.tasks.clevr.vocab",
-    "gnkit.tasks.clevr.augment",
     "gnkit.kg.scorers",
     "gnkit.kg.training",
     "gnkit.kg.evaluation",
