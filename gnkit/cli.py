@@ -35,14 +35,22 @@ DEMOS = {
         "Sort-of-CLEVR from pixels: a relation network against an MLP",
     ),
     "clevr": ("gnkit.demos.clevr", "CLEVR from state descriptions: a relation network"),
+    "molecules": ("gnkit.demos.molecules", "molecular properties: D-MPNN, GINE beside chemprop"),
 }
 DEMO_EXTRAS = ("matplotlib", "rich", "tyro")
 _INSTALL_DEMOS = 'pip install "gnkit[demos]"'
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def missing_demo_extras() -> list[str]:
     """The packages of the `demos` extra that cannot be imported (found without importing)."""
-    return [name for name in DEMO_EXTRAS if importlib.util.find_spec(name) is None]
+    return [name for name in DEMO_EXTRAS if not _importable(name)]
 
 
 def demo_extras_message(missing: Sequence[str]) -> str:

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,23 @@ def pyplot():
     return plt
 
 
-def save_figure(figure, path: str | Path, dpi: int = 110) -> Path:
-    """Save a matplotlib `figure` to `path` (parent folders created), close it, return the path."""
+def save_figure(figure, path: str | Path, dpi: int = 110) -> Path | None:
+    """Save a matplotlib `figure` to `path` (parent folders created), close it, return the path.
+
+    A figure that cannot be drawn or written is a `RuntimeWarning` naming it, and `None` is
+    returned: a plot never costs a verb its results.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=dpi)
-    pyplot().close(figure)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=dpi)
+    except Exception as error:  # noqa: BLE001 - any drawing failure: warn, keep the results
+        warnings.warn(
+            f"figure {path} not saved: {type(error).__name__}: {error}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    finally:
+        pyplot().close(figure)
     return path
