@@ -10,7 +10,7 @@ batch of that schema. Jittable; padding rows never reach real ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from gnkit.nn.mlp import MLP
 from gnkit.typed_graph.message_passing import hetero_conv, rgcn, typed_graph_network
-from gnkit.typed_graph.types import TypedGraph, module_name
+from gnkit.typed_graph.types import EdgeSetKey, TypedGraph, module_name
 
 
 def _concatenate(*parts):
@@ -87,43 +87,46 @@ class TypedGraphNetwork(nn.Module):
 
 
 class HeteroConv(nn.Module):
-    """A homogeneous layer applied per edge set, combined per receiving node set.
+    """Homogeneous layers applied per edge set, combined per receiving node set.
 
-    `layer` is any `GraphsTuple -> GraphsTuple` linen layer (`gnkit.nn.GCN`, `GAT`,
-    `GraphSAGE`, `GIN`, `GINE`, ...); each edge set of `edge_sets` (all of the graph's when
-    None; `EdgeSetKey`s or unique names) gets its own copy with its own parameters, named by
-    the edge set, run on `gnkit.typed_graph.edge_set_graph` of that set. The receivers' new
+    `layers` maps an edge set, by its name (or `'sender__name__receiver'` where the name
+    repeats), to any `GraphsTuple -> GraphsTuple` linen layer (`gnkit.nn.GCN`, `GAT`,
+    `GraphSAGE`, `GIN`, `GINE`, ...), which holds that edge set's parameters under the same
+    name. Each runs on `gnkit.typed_graph.edge_set_graph` of its edge set; the receivers' new
     features are combined per node set by `aggregate` ('sum', 'mean', 'max'), as PyTorch
-    Geometric's `HeteroConv`; node sets that receive nothing keep their features. With
-    `SAGEConv` / `GCNConv` per edge type and the same weights it computes what `HeteroConv`
-    does (`tests/test_typed_graph_modules.py`). Jittable.
+    Geometric's `HeteroConv`. Edge sets without a layer are not used; node sets that receive
+    nothing keep their features. With `GCNConv`, `SAGEConv` or `GATConv` per edge type and the
+    same weights it computes what `HeteroConv` does (`tests/test_typed_graph_modules.py`).
+    Jittable.
     """
 
-    layer: nn.Module
-    edge_sets: Sequence | None = None
+    layers: Mapping[str, nn.Module]
     aggregate: str = "sum"
 
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
-        keys = list(graph.edges)
-        chosen = keys if self.edge_sets is None else list(self.edge_sets)
-        convs = {}
-        for key in chosen:
-            resolved = graph.edge_key_by_name(key) if isinstance(key, str) else key
-            convs[resolved] = self.layer.clone(parent=self, name=module_name(resolved, keys))
+        names = {module_name(key, graph.edges): key for key in graph.edges}
+        unknown = sorted(set(self.layers) - set(names))
+        if unknown:
+            raise KeyError(f"HeteroConv: layers {unknown} name no edge set; edge sets by name: "
+                           f"{sorted(names)}.")
+        convs = {
+            names[name]: layer.clone(parent=self, name=name)
+            for name, layer in self.layers.items()
+        }
         return hetero_conv(convs, aggregate=self.aggregate)(graph)
 
 
-def to_hetero(layer: nn.Module, edge_sets: Sequence | None = None, aggregate: str = "sum"
+def to_hetero(layer: nn.Module, edge_sets: Iterable[EdgeSetKey], aggregate: str = "sum"
               ) -> HeteroConv:
-    """A typed version of a homogeneous layer spec: `HeteroConv(layer, edge_sets, aggregate)`.
+    """A typed version of a homogeneous layer spec: one copy of `layer` per edge set.
 
-    As PyTorch Geometric's `to_hetero` for one layer: `to_hetero(gnkit.nn.GraphSAGE(16))` is a
-    module taking a `TypedGraph`, with one GraphSAGE per edge set whose outputs are summed per
-    receiving node set.
+    As PyTorch Geometric's `to_hetero` for one layer: `to_hetero(gnkit.nn.GraphSAGE(16),
+    graph.edges)` is a `HeteroConv` with a GraphSAGE of its own parameters for every edge set
+    (named by the set), summed (`aggregate`) per receiving node set.
     """
-    return HeteroConv(layer=layer, edge_sets=None if edge_sets is None else tuple(edge_sets),
-                      aggregate=aggregate)
+    keys = list(edge_sets)
+    return HeteroConv({module_name(key, keys): layer for key in keys}, aggregate=aggregate)
 
 
 class TypedRGCN(nn.Module):
