@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _forced_devices import run_with_devices
+from _run_records import recorded
 
 from gnkit import train as training
 from gnkit.batching import batch_np, pad_with_graphs
@@ -299,12 +300,12 @@ def test_bad_cli_input_is_one_line_exit_2_and_writes_nothing(
     assert tree(tmp_path) == before
 
 
-# The README's table: each demo's command (default config, seed 0) and its numbers, measured
-# on the 2-core x86_64 CPU machine the README names. Runs are deterministic there; the
+# Each demo's documented command (default config, seed 0) against its run record
+# (docs/results/<demo>.json), measured on a 2-core x86_64 CPU. Runs are deterministic there; the
 # tolerances allow for other CPUs and XLA versions.
-README_SORT_SOLVED_8_16 = (1.0, 0.02)
-README_SHORTEST_PATH_RIGHT_8_16 = ({"node_accuracy": 0.989, "edge_accuracy": 0.994}, 0.01)
-README_PHYSICS_ROLLOUT_MSE = {"4 masses": (0.079, 0.3), "9 masses": (0.279, 0.5)}  # relative
+SORT_SOLVED_TOLERANCE = 0.02
+SHORTEST_PATH_RIGHT_TOLERANCE = 0.01
+PHYSICS_ROLLOUT_RELATIVE_TOLERANCE = {"4 masses": 0.3, "9 masses": 0.5}
 
 
 def run_readme_command(main, run_dir) -> dict:
@@ -315,17 +316,18 @@ def run_readme_command(main, run_dir) -> dict:
 @pytest.mark.slow
 def test_sort_readme_command_reproduces_its_numbers(tmp_path):
     results = run_readme_command(sort.main, tmp_path)
-    expected, tolerance = README_SORT_SOLVED_8_16
-    assert abs(results["test"]["8-16"]["solved"] - expected) <= tolerance
+    expected = recorded("sort")["test"]["8-16"]["solved"]
+    assert abs(results["test"]["8-16"]["solved"] - expected) <= SORT_SOLVED_TOLERANCE
     assert "16-32" in results["test"]
 
 
 @pytest.mark.slow
 def test_shortest_path_readme_command_reproduces_its_numbers(tmp_path):
     results = run_readme_command(shortest_path.main, tmp_path)
-    expected, tolerance = README_SHORTEST_PATH_RIGHT_8_16
-    for key, value in expected.items():
-        assert abs(results["test"]["8-16"][key] - value) <= tolerance, key
+    expected = recorded("shortest_path")["test"]["8-16"]
+    for key in ("node_accuracy", "edge_accuracy"):
+        got = results["test"]["8-16"][key]
+        assert abs(got - expected[key]) <= SHORTEST_PATH_RIGHT_TOLERANCE, key
 
 
 @pytest.mark.slow
@@ -333,7 +335,9 @@ def test_physics_readme_command_reproduces_its_numbers(tmp_path):
     """Rollout errors compound (most on the longer, unseen chains), so the tolerances are
     relative."""
     results = run_readme_command(physics.main, tmp_path)
-    for chain, (value, relative) in README_PHYSICS_ROLLOUT_MSE.items():
+    expected = recorded("physics")["test"]
+    for chain, relative in PHYSICS_ROLLOUT_RELATIVE_TOLERANCE.items():
+        value = expected[chain]["rollout_position_mse"]
         got = results["test"][chain]["rollout_position_mse"]
         assert abs(got - value) <= relative * value, chain
     assert (tmp_path / "trajectories.png").stat().st_size > 0

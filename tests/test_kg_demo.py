@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _run_records import recorded
 
 from gnkit.demos import kg as demo
 
@@ -93,12 +94,9 @@ def test_readme_command_reaches_its_numbers(tmp_path):
     assert demo.main(["train", "--data", "umls", "--model", "rotate", "--run-dir",
                       str(tmp_path / "run"), "--no-progress", "--json", str(out)]) == 0
     results = json.loads(out.read_text())
-    assert results["mrr"] == pytest.approx(README_UMLS_ROTATE["mrr"], abs=0.03)
-    assert results["hits@10"] == pytest.approx(README_UMLS_ROTATE["hits@10"], abs=0.02)
-
-
-# What the README reports for `gnkit kg train --data umls --model rotate` (seed 0).
-README_UMLS_ROTATE = {"mrr": 0.849, "hits@10": 0.987}
+    expected = recorded("kg", "umls_rotate")  # docs/results/kg.json, the same command, seed 0
+    assert results["mrr"] == pytest.approx(expected["mrr"], abs=0.03)
+    assert results["hits@10"] == pytest.approx(expected["hits@10"], abs=0.02)
 
 
 def test_pykeen_benchmark_runs_its_gnkit_side_without_pykeen(tmp_path, capsys):

@@ -16,6 +16,7 @@ import flax.serialization
 import jax
 import numpy as np
 import pytest
+from _run_records import run_record
 
 from gnkit import experiments
 from gnkit.demos import sudoku as demo
@@ -347,31 +348,29 @@ def test_train_stops_on_sigterm_with_a_checkpoint_and_status_143(tmp_path, budge
     assert list((run_dir / "checkpoints").glob("checkpoint_*.msgpack"))
 
 
-def _readme_headline():
-    """The README's eval command, its per-level table (percent) and its overall numbers."""
-    readme = (ROOT / "README.md").read_text()
-    command = re.search(r"`(python -m gnkit\.demos\.sudoku eval [^`]*)`", readme).group(1)
-    rows = {}
-    for label in ("givens", "solved", "cells right"):
-        line = re.search(rf"^\| {label} \|(.*)\|$", readme, re.M).group(1)
-        rows[label] = [cell.strip().rstrip("%") for cell in line.split("|")]
+def _recorded_headline():
+    """The shipped model's run record (docs/results/sudoku.json): its eval command (without
+    `--json`), per-level accuracies and overall accuracies, in percent."""
+    record = run_record("sudoku", "shipped_checkpoint")
+    command = record["command"].replace(" --json R.json", "")
+    results = record["results"]
     table = {
-        level: (float(solved), float(cells))
-        for level, solved, cells in zip(*rows.values(), strict=True)
+        level: (100 * row["puzzle_accuracy"], 100 * row["cell_accuracy"])
+        for level, row in results["per_givens"].items()
     }
-    overall = re.search(r"Overall ([\d.]+)% of puzzles and ([\d.]+)% of empty cells", readme)
-    return command, table, tuple(map(float, overall.groups()))
+    return command, table, (100 * results["puzzle_accuracy"], 100 * results["cell_accuracy"])
 
 
 @pytest.mark.slow
-def test_readme_headline_eval_command_gives_the_readme_table(tmp_path):
-    """Runs the README's command as written (minutes on two CPU cores) in an empty directory.
+def test_recorded_eval_command_gives_the_recorded_table(tmp_path):
+    """Runs the results page's command as recorded (minutes on two CPU cores) in an empty
+    directory.
 
     Evaluation is deterministic, so on one machine the numbers repeat exactly. Per level the
-    tolerance is 1 percentage point: the README rounds to whole percent, and on another CPU the
+    tolerance is 1 percentage point: the command prints one decimal, and on another CPU the
     float summation order may flip one puzzle of 100. Overall (1,800 puzzles): 0.1 point.
     """
-    command, table, (overall_puzzles, overall_cells) = _readme_headline()
+    command, table, (overall_puzzles, overall_cells) = _recorded_headline()
     argv = [sys.executable, *command.split()[1:]]
     completed = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=3600)
     assert completed.returncode == 0, completed.stderr
