@@ -6,6 +6,9 @@ import math
 import numpy as np
 import pytest
 
+from gnkit.demos import pretty_clevr as demo
+from gnkit.demos.pretty_clevr import data as demo_data
+from gnkit.demos.pretty_clevr import models
 from gnkit.tasks import pretty_clevr as pc
 
 QUESTION_KEYS = ("scene", "anchor_is_color", "anchor", "jumps", "answer")
@@ -132,14 +135,13 @@ def test_questions_in_words():
 
 
 def _demo_batch(scenes, num_questions=6):
-    from gnkit.demos import pretty_clevr as demo
 
     questions = np.arange(0, 128 * 3, 128 * 3 // num_questions)[:num_questions] + 5
-    return demo.question_batch(scenes, questions)
+    return demo_data.question_batch(scenes, questions)
 
 
 def test_scene_edges_are_all_ordered_pairs_sorted_by_receiver():
-    from gnkit.demos.pretty_clevr import scene_edges
+    from gnkit.demos.pretty_clevr.models import scene_edges
 
     senders, receivers = scene_edges(2)
     assert len(senders) == 2 * 56
@@ -150,7 +152,7 @@ def test_scene_edges_are_all_ordered_pairs_sorted_by_receiver():
 
 
 def test_question_features_by_hand():
-    from gnkit.demos.pretty_clevr import question_features
+    from gnkit.demos.pretty_clevr.models import question_features
 
     features = np.asarray(question_features(np.array([True, False]), np.array([2, 2]),
                                             np.array([0, 7])))
@@ -165,10 +167,9 @@ def test_models_do_not_depend_on_the_order_of_the_objects(scenes, name):
 
     import jax
 
-    from gnkit.demos import pretty_clevr as demo
 
     config = dataclasses.replace(demo.CONFIGS["tiny"], hidden=8, steps=3)
-    model, steps = demo.build_model(name, config), demo.model_steps(name, config)
+    model, steps = models.build_model(name, config), models.model_steps(name, config)
     batch = _demo_batch(scenes)
     params = model.init(jax.random.key(0), batch, steps)
     order = np.random.default_rng(2).permutation(8)
@@ -181,7 +182,6 @@ def test_models_do_not_depend_on_the_order_of_the_objects(scenes, name):
 def test_cli_trains_and_evaluates_the_mlp_at_tiny_size(tmp_path, capsys):
     import json
 
-    from gnkit.demos import pretty_clevr as demo
 
     run = tmp_path / "run"
     args = ["--run-dir", str(run), "--no-progress", "--set", "models=mlp"]
@@ -197,7 +197,6 @@ def test_cli_trains_and_evaluates_the_mlp_at_tiny_size(tmp_path, capsys):
 
 
 def test_cli_usage_errors_are_one_line(tmp_path, capsys):
-    from gnkit.demos import pretty_clevr as demo
 
     code = demo.main(["train", "--config", "tiny", "--run-dir", str(tmp_path / "r"),
                       "--set", "models=rrn,rrn"])
@@ -212,14 +211,13 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
 def test_cli_trains_all_three_models_at_tiny_size(tmp_path):
     import json
 
-    from gnkit.demos import pretty_clevr as demo
 
     out = tmp_path / "r.json"
     args = ["train", "--config", "tiny", "--run-dir", str(tmp_path / "run"), "--no-progress"]
     assert demo.main([*args, "--json", str(out)]) == 0
-    models = json.loads(out.read_text())["models"]
-    assert len(models["rrn"]["accuracy_by_jumps"]) == 3  # after each of the 3 steps
-    assert len(models["rn"]["accuracy_by_jumps"]) == len(models["mlp"]["accuracy_by_jumps"]) == 1
+    trained = json.loads(out.read_text())["models"]
+    assert len(trained["rrn"]["accuracy_by_jumps"]) == 3  # after each of the 3 steps
+    assert len(trained["rn"]["accuracy_by_jumps"]) == len(trained["mlp"]["accuracy_by_jumps"]) == 1
 
 
 def test_question_index_finds_each_question(scenes):
@@ -237,18 +235,18 @@ def test_question_index_finds_each_question(scenes):
 def test_curriculum_raises_the_jumps_asked():
     import dataclasses
 
-    from gnkit.demos import pretty_clevr as demo
 
     config = dataclasses.replace(demo.CONFIGS["tiny"], updates=80, curriculum=0.5)
-    assert [demo.max_jumps(config, s) for s in (0, 4, 5, 10, 39, 40, 79)] == [0, 0, 1, 2, 7, 7, 7]
-    assert demo.max_jumps(dataclasses.replace(config, curriculum=0.0), 0) == 7
+    steps = (0, 4, 5, 10, 39, 40, 79)
+    assert [demo_data.max_jumps(config, s) for s in steps] == [0, 0, 1, 2, 7, 7, 7]
+    assert demo_data.max_jumps(dataclasses.replace(config, curriculum=0.0), 0) == 7
     train = pc.generate(np.random.default_rng(1), 5)
-    assert np.all(demo.make_batch(config, train)(0)["jumps"] == 0)
-    assert np.all(demo.make_batch(config, train)(12)["jumps"] <= 2)
+    assert np.all(demo_data.make_batch(config, {"train": train})(0)["jumps"] == 0)
+    assert np.all(demo_data.make_batch(config, {"train": train})(12)["jumps"] <= 2)
 
 
 def test_anchor_indicator_marks_the_named_object():
-    from gnkit.demos.pretty_clevr import anchor_indicator
+    from gnkit.demos.pretty_clevr.models import anchor_indicator
 
     batch = {
         "positions": np.zeros((2, 8, 2), np.float32),
@@ -262,7 +260,7 @@ def test_anchor_indicator_marks_the_named_object():
 
 
 def test_pair_distances_by_hand():
-    from gnkit.demos.pretty_clevr import pair_distances
+    from gnkit.demos.pretty_clevr.models import pair_distances
 
     positions = np.zeros((1, 8, 2), np.float32)
     positions[0, 1] = [0.3, 0.4]  # 0.5 from the others, which sit at the origin
