@@ -36,6 +36,7 @@ DEMOS = {
     ),
     "clevr": ("gnkit.demos.clevr", "CLEVR from state descriptions: a relation network"),
     "molecules": ("gnkit.demos.molecules", "molecular properties: D-MPNN, GINE beside chemprop"),
+    "wordnet": ("gnkit.demos.wordnet", "WordNet: sampled GraphSAGE, GCN, MLP, label propagation"),
 }
 DEMO_EXTRAS = ("matplotlib", "rich", "tyro")
 _INSTALL_DEMOS = 'pip install "gnkit[demos]"'
