@@ -1,0 +1,255 @@
+"""gnkit vs chemprop v2: the same D-MPNN trained on the very same split files, in one process.
+
+    python -m benchmarks.chemprop_compare [--data esol,freesolv] [--splits random,scaffold]
+        [--seeds 0,1,2] [--epochs 50] [--threads 1,2] [--probe-epochs 3] [--json PATH]
+        [--no-chemprop] [--max-molecules N]
+
+For each data set and split kind, the splits of `--seeds` are made with `gnkit.chem` (equal to
+chemprop's own `make_split_indices`), written as chemprop's splits file, and read back by both
+sides. Both train chemprop's default regression recipe at the issue's sizes: bond message
+passing of width 300 and depth 3 (no bias), the "norm" readout (sum / 100), one FFN layer of
+300, batch 64, 50 epochs, Adam with the Noam-like schedule (1e-4 -> 1e-3 over 2 epochs, then
+down to 1e-4), targets standardised on the training rows, the epoch with the lowest validation
+loss tested. gnkit is `gnkit molecules train` (its default preset, the same functions); chemprop
+is its Python API as its CLI builds it (cached featurisation, Lightning trainer on the CPU,
+`ModelCheckpoint` on `val_loss`).
+
+Timed (wall, per epoch, training only: from an epoch's first batch to its last update, validation
+excluded), reported as the median over epochs 2..N (the first holds gnkit's compilation).
+chemprop runs at each torch thread count of `--threads` for `--probe-epochs` epochs on the first
+seed first; the full runs use the fastest. Printed: test RMSE and MAE per seed, mean +- std
+(population), seconds per epoch and their ratio (chemprop / gnkit), CPU-minutes of each side.
+Host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from gnkit import chem
+from gnkit.demos.molecules import models
+from gnkit.demos.molecules.config import CONFIGS
+from gnkit.demos.molecules.data import MoleculeData, steps_per_epoch, train_batches
+from gnkit.demos.molecules.training import errors, predict_rows
+
+
+def _dataset(name: str, max_molecules: int) -> chem.MoleculeDataset:
+    dataset = chem.load_dataset(name)
+    if max_molecules:
+        dataset = chem.MoleculeDataset(
+            name, dataset.smiles[:max_molecules], dataset.targets[:max_molecules], dataset.info
+        )
+    return dataset
+
+
+def run_gnkit(config, dataset, graphs, split, seed: int) -> dict:
+    """Train and test one replicate with the demo's recipe; per-epoch training times."""
+    data = MoleculeData(dataset, graphs, dataset.targets.astype(np.float32), {seed: split})
+    per_epoch = steps_per_epoch(len(split["train"]), config.batch_size)
+    tx = models.optimizer(config, per_epoch)
+    batches = train_batches(config, data, seed)
+    params = models.init_params(config, batches(0), seed)
+    opt_state = tx.init(params)
+    step, predict = models.make_train_step(config, tx), models.make_predict(config)
+    scaling = data.scaling(seed)
+    best, best_rmse, epoch_seconds = params, np.inf, []
+    cpu_start = time.process_time()
+    for epoch in range(config.epochs):
+        start = time.perf_counter()
+        for update in range(epoch * per_epoch, (epoch + 1) * per_epoch):
+            params, opt_state, metrics = step(params, opt_state, batches(update))
+        jax.block_until_ready(metrics)
+        epoch_seconds.append(time.perf_counter() - start)
+        valid = predict_rows(config, predict, params, graphs, split["val"], scaling)
+        rmse = errors(valid, data.targets[split["val"]])["rmse"]
+        if rmse < best_rmse:
+            best, best_rmse = params, rmse
+    test = predict_rows(config, predict, best, graphs, split["test"], scaling)
+    return {
+        **errors(test, data.targets[split["test"]]),
+        "epoch_seconds": epoch_seconds,
+        "cpu_minutes": (time.process_time() - cpu_start) / 60,
+    }
+
+
+class _EpochTimer:
+    """Lightning callback: wall seconds from each training epoch's first batch to its last."""
+
+    def __init__(self):
+        self.seconds: list[float] = []
+        self._start = self._last = None
+
+    def on_train_epoch_start(self, trainer, module):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_index):
+        self._last = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, module):
+        self.seconds.append(self._last - self._start)
+
+
+def run_chemprop(csv_path: Path, split, seed: int, epochs: int, threads: int, work: Path):
+    """chemprop's default MPNN (sizes as gnkit's) on the same split; test RMSE/MAE, times."""
+    import lightning.pytorch as pl
+    import torch
+    from chemprop import data, featurizers, nn
+    from chemprop.models import MPNN
+    from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+
+    torch.set_num_threads(threads)
+    rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
+    points = [data.MoleculeDatapoint.from_smi(s, [float(y)]) for s, y in rows]
+    featurizer = featurizers.SimpleMoleculeMolGraphFeaturizer()
+    parts = {name: [points[i] for i in split[name]] for name in ("train", "val", "test")}
+    sets = {name: data.MoleculeDataset(part, featurizer) for name, part in parts.items()}
+    for dataset in sets.values():
+        dataset.cache = True
+    scaler = sets["train"].normalize_targets()
+    sets["val"].normalize_targets(scaler)
+    pl.seed_everything(seed, verbose=False)
+    loaders = {
+        "train": data.build_dataloader(sets["train"], num_workers=0, seed=seed),
+        "val": data.build_dataloader(sets["val"], num_workers=0, shuffle=False),
+        "test": data.build_dataloader(sets["test"], num_workers=0, shuffle=False),
+    }
+    ffn = nn.RegressionFFN(
+        input_dim=300,
+        hidden_dim=300,
+        n_layers=1,
+        output_transform=nn.UnscaleTransform.from_standard_scaler(scaler),
+    )
+    model = MPNN(
+        nn.BondMessagePassing(d_h=300, depth=3),
+        nn.NormAggregation(),
+        ffn,
+        metrics=[nn.metrics.RMSE(), nn.metrics.MAE()],
+    )
+    timer = type("EpochTimer", (_EpochTimer, Callback), {})()
+    checkpoint = ModelCheckpoint(dirpath=work, monitor="val_loss", mode="min")
+    trainer = pl.Trainer(
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        max_epochs=epochs,
+        callbacks=[checkpoint, timer],
+    )
+    cpu_start = time.process_time()
+    trainer.fit(model, loaders["train"], loaders["val"])
+    # The checkpoint was written by this process a moment ago, so unpickling it is safe.
+    best = torch.load(checkpoint.best_model_path, weights_only=False)
+    model.load_state_dict(best["state_dict"])
+    (tested,) = trainer.test(model, dataloaders=loaders["test"], verbose=False)
+    return {
+        "rmse": float(tested["test/rmse"]),
+        "mae": float(tested["test/mae"]),
+        "epoch_seconds": timer.seconds,
+        "cpu_minutes": (time.process_time() - cpu_start) / 60,
+        "threads": threads,
+    }
+
+
+def _summary(runs: list[dict]) -> dict:
+    rmse = np.array([run["rmse"] for run in runs])
+    mae = np.array([run["mae"] for run in runs])
+    seconds = [statistics.median(run["epoch_seconds"][1:] or run["epoch_seconds"]) for run in runs]
+    return {
+        "rmse": {"mean": float(rmse.mean()), "std": float(rmse.std())},
+        "mae": {"mean": float(mae.mean()), "std": float(mae.std())},
+        "seconds_per_epoch": float(statistics.median(seconds)),
+        "cpu_minutes": float(sum(run["cpu_minutes"] for run in runs)),
+        "per_seed": runs,
+    }
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="esol,freesolv")
+    parser.add_argument("--splits", default="random,scaffold")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--probe-epochs", type=int, default=3)
+    parser.add_argument("--max-molecules", type=int, default=0)
+    parser.add_argument("--no-chemprop", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    threads = [int(t) for t in args.threads.split(",")]
+    config = CONFIGS["default"].__class__(**{**CONFIGS["default"].__dict__, "epochs": args.epochs})
+    results: dict = {"epochs": args.epochs, "seeds": seeds, "rows": {}}
+    work = Path(tempfile.mkdtemp(prefix="chemprop_compare_"))
+    best_threads = None
+    for name in args.data.split(","):
+        dataset = _dataset(name, args.max_molecules)
+        graphs = chem.molecule_graphs(dataset.smiles, "chemprop")
+        csv_path = dataset.to_csv(work / f"{name}.csv")
+        for kind in args.splits.split(","):
+            make = chem.random_split if kind == "random" else chem.scaffold_split
+            source = len(dataset) if kind == "random" else dataset.smiles
+            splits_path = chem.write_splits_file(
+                work / f"{name}_{kind}_splits.json", [make(source, seed=s) for s in seeds]
+            )
+            splits = chem.read_splits_file(splits_path)
+            row = {"gnkit": [], "chemprop": []}
+            for seed, split in zip(seeds, splits, strict=True):
+                row["gnkit"].append(run_gnkit(config, dataset, graphs, split, seed))
+                print(f"{name} {kind} seed {seed}: gnkit RMSE {row['gnkit'][-1]['rmse']:.3f}")
+                if args.no_chemprop:
+                    continue
+                if best_threads is None:
+                    probes = {
+                        count: statistics.median(
+                            run_chemprop(
+                                csv_path, split, seed, args.probe_epochs, count, work / "probe"
+                            )["epoch_seconds"][1:]
+                        )
+                        for count in threads
+                    }
+                    best_threads = min(probes, key=probes.get)
+                    results["chemprop_thread_probe_seconds_per_epoch"] = probes
+                    print(f"chemprop seconds per epoch by torch threads: {probes}")
+                run = run_chemprop(
+                    csv_path, split, seed, args.epochs, best_threads, work / f"{name}_{kind}_{seed}"
+                )
+                row["chemprop"].append(run)
+                print(f"{name} {kind} seed {seed}: chemprop RMSE {run['rmse']:.3f}")
+            summary = {side: _summary(runs) for side, runs in row.items() if runs}
+            if "chemprop" in summary:
+                summary["speedup"] = (
+                    summary["chemprop"]["seconds_per_epoch"] / summary["gnkit"]["seconds_per_epoch"]
+                )
+            results["rows"][f"{name}_{kind}"] = summary
+            print(format_row(name, kind, summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+def format_row(name: str, kind: str, summary: dict) -> str:
+    """One line: both sides' test RMSE mean +- std, seconds per epoch, the speed ratio."""
+    parts = [f"{name:<14}{kind:<9}"]
+    for side in ("gnkit", "chemprop"):
+        if side in summary:
+            entry = summary[side]
+            parts.append(
+                f"{side} RMSE {entry['rmse']['mean']:.3f} +- {entry['rmse']['std']:.3f} "
+                f"({entry['seconds_per_epoch']:.2f} s/epoch)"
+            )
+    if "speedup" in summary:
+        parts.append(f"gnkit {summary['speedup']:.1f}x faster per epoch")
+    return "  ".join(parts)
+
+
+if __name__ == "__main__":
+    main()

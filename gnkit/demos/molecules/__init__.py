@@ -1,0 +1,24 @@
+"""Molecular property regression on MoleculeNet's ESOL, FreeSolv and Lipophilicity.
+
+    gnkit molecules train --data esol --split scaffold --model dmpnn --seeds 5
+    gnkit molecules train --config quick --set data=freesolv --run-dir runs/freesolv
+    gnkit molecules eval --run-dir runs/molecules
+    gnkit molecules predict --run-dir runs/molecules --smiles CCO --smiles c1ccccc1O
+
+`train` featurises the data set (cached in the run directory), makes one split per replicate
+(`--split random` or `scaffold`, equal to chemprop v2's for the same seed; or
+`--set splits_file=PATH`, a chemprop splits file) and writes them as chemprop's `splits.json`,
+then trains each replicate in turn (resumable; the epoch with the lowest validation RMSE is kept)
+and tests it: per-seed and mean +- std test RMSE and MAE, a parity plot (`parity.png`) and
+learning curves (`curves.png`). The default sizes and schedule are chemprop's (see
+`MoleculesConfig`); models: `dmpnn` (chemprop's D-MPNN), `gine`, `gcn`, `gat`. `predict` prints
+each replicate's prediction for new SMILES and their mean. `--data`, `--split`, `--model` and
+`--seeds` are short for `--set data=...` etc. Host driver around jitted steps.
+"""
+
+from __future__ import annotations
+
+from gnkit.demos.molecules.config import CONFIGS, MoleculesConfig
+from gnkit.demos.molecules.verbs import DEMO, main
+
+__all__ = ["CONFIGS", "DEMO", "MoleculesConfig", "main"]
