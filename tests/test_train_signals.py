@@ -20,6 +20,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from gnkit import train as training
 
 _CHILD_PRELUDE = """
@@ -150,6 +152,7 @@ def test_every_sigint_stops_fit_under_frequent_garbage_collection():
     assert len(stops) == rounds and all(20 < step < 100_000 for step in stops)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_write_killed_midway_leaves_a_partial_file_the_next_fit_removes(tmp_path):
     """SIGKILL while `save_checkpoint` writes (held at its fsync): the temporary file stays,
     the checkpoint itself was never renamed into place; the next `fit` removes the leftover
