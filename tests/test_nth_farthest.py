@@ -6,6 +6,11 @@ from dataclasses import replace as dataclasses_replace
 import numpy as np
 import pytest
 
+from gnkit.demos import nth_farthest as demo
+from gnkit.demos.nth_farthest import config as demo_config
+from gnkit.demos.nth_farthest import data as demo_data
+from gnkit.demos.nth_farthest import models, training
+from gnkit.nn import MLP
 from gnkit.tasks import nth_farthest
 
 
@@ -82,30 +87,28 @@ def test_restricted_questions_and_smaller_sizes_recomputed_by_brute_force():
 
 
 def test_curriculum_asks_one_more_rank_per_stage():
-    from gnkit.demos import nth_farthest as demo
 
-    config = demo.NthFarthestConfig(num_objects=4, curriculum_updates=10)
-    stages = {update: demo.curriculum_choices(config, update) for update in (0, 9, 10, 29, 30)}
+    config = demo_config.NthFarthestConfig(num_objects=4, curriculum_updates=10)
+    stages = {update: demo_data.curriculum_choices(config, update) for update in (0, 9, 10, 29, 30)}
     assert stages == {0: [0], 9: [0], 10: [0, 1], 29: [0, 1, 2], 30: None}
-    assert demo.curriculum_choices(demo.NthFarthestConfig(), 0) is None
-    assert demo.trivial_accuracy(8) == 1 / 8 + 7 / 8 * 1 / 7
+    assert demo_data.curriculum_choices(demo_config.NthFarthestConfig(), 0) is None
+    assert demo_config.trivial_accuracy(8) == 1 / 8 + 7 / 8 * 1 / 7
 
 
 def test_learning_rate_is_constant_until_every_n_is_asked_then_cosine_decays():
     import math
 
-    from gnkit.demos import nth_farthest as demo
 
-    config = demo.NthFarthestConfig(
+    config = demo_config.NthFarthestConfig(
         num_objects=4, curriculum_updates=10, updates=50, learning_rate=1e-3,
         final_learning_rate_fraction=0.1,
     )
-    schedule = demo.learning_rate_schedule(config)
+    schedule = training.learning_rate_schedule(config)
     halfway = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 2)))
     expected = {0: 1e-3, 29: 1e-3, 30: 1e-3, 40: halfway, 50: 1e-4, 60: 1e-4}
     assert {u: float(schedule(u)) for u in expected} == pytest.approx(expected, rel=1e-6)
     no_curriculum = dataclasses_replace(config, curriculum_updates=0)
-    assert float(demo.learning_rate_schedule(no_curriculum)(25)) == pytest.approx(halfway)
+    assert float(training.learning_rate_schedule(no_curriculum)(25)) == pytest.approx(halfway)
 
 
 def test_optimizer_steps_follow_the_schedule_and_constant_keeps_plain_adam():
@@ -113,13 +116,12 @@ def test_optimizer_steps_follow_the_schedule_and_constant_keeps_plain_adam():
     import jax.numpy as jnp
     import optax
 
-    from gnkit.demos import nth_farthest as demo
 
-    config = demo.NthFarthestConfig(
+    config = demo_config.NthFarthestConfig(
         num_objects=3, curriculum_updates=1, updates=4, learning_rate=1e-2,
         final_learning_rate_fraction=0.1,
     )
-    opt = demo.optimizer(config)
+    opt = training.optimizer(config)
     params = jnp.zeros(())
     state = opt.init(params)
     steps = []
@@ -129,7 +131,7 @@ def test_optimizer_steps_follow_the_schedule_and_constant_keeps_plain_adam():
     assert steps == pytest.approx([1e-2, 1e-2, 1e-2, 1e-2 * (0.1 + 0.9 * 0.5)], rel=1e-4)
     constant = dataclasses_replace(config, final_learning_rate_fraction=1.0)
     plain = optax.chain(optax.clip_by_global_norm(5.0), optax.adam(1e-2))
-    assert jax.tree.structure(demo.optimizer(constant).init(params)) == jax.tree.structure(
+    assert jax.tree.structure(training.optimizer(constant).init(params)) == jax.tree.structure(
         plain.init(params)
     )
 
@@ -150,7 +152,6 @@ def test_bad_batch_size():
 def test_model_sizes_counted_by_hand(
     preset, objects, inputs, slots, heads, head_size, lstm_units, rmc_total, lstm_total
 ):
-    from gnkit.demos import nth_farthest as demo
 
     config = demo.CONFIGS[preset]
     memory = heads * head_size
@@ -163,20 +164,19 @@ def test_model_sizes_counted_by_hand(
     )
     lstm_core = 4 * (inputs * lstm_units + lstm_units * lstm_units + lstm_units)
     head = lambda width: (width + 1) * 256 + 3 * 257 * 256 + 257 * objects  # noqa: E731
-    assert demo.parameter_count("rmc", config) == rmc_core + head(slots * memory) == rmc_total
-    assert demo.parameter_count("lstm", config) == lstm_core + head(lstm_units) == lstm_total
+    assert models.parameter_count("rmc", config) == rmc_core + head(slots * memory) == rmc_total
+    assert models.parameter_count("lstm", config) == lstm_core + head(lstm_units) == lstm_total
 
 
 def test_model_answers_from_the_final_step_of_the_cell_unrolled_by_hand():
     import jax
 
-    from gnkit.demos import nth_farthest as demo
 
     config = demo.CONFIGS["tiny"]
-    model = demo.build_model("rmc", config)
+    model = models.build_model("rmc", config)
     inputs, targets = nth_farthest.sample(np.random.default_rng(4), 5)
     params = model.init(jax.random.key(0), inputs)
-    cell, head = model.core, demo.MLP(tuple(config.mlp_features) + (8,))
+    cell, head = model.core, MLP(tuple(config.mlp_features) + (8,))
     memory = cell.initialize_carry(jax.random.key(1), inputs[:, 0].shape)
     for t in range(8):
         memory, output = cell.apply({"params": params["params"]["core"]}, memory,
@@ -184,7 +184,7 @@ def test_model_answers_from_the_final_step_of_the_cell_unrolled_by_hand():
     logits = head.apply({"params": params["params"]["mlp"]}, output)
     np.testing.assert_allclose(model.apply(params, inputs), logits, rtol=1e-5, atol=1e-6)
 
-    loss, metrics = demo.loss_fn(model)(params, (inputs, targets))
+    loss, metrics = training.loss_fn(model)(params, (inputs, targets))
     shifted = np.asarray(logits, np.float64) - np.max(logits, axis=-1, keepdims=True)
     log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     np.testing.assert_allclose(loss, -log_softmax[np.arange(5), targets].mean(), rtol=1e-5)
@@ -194,7 +194,6 @@ def test_model_answers_from_the_final_step_of_the_cell_unrolled_by_hand():
 def test_cli_trains_and_evaluates_the_lstm_at_tiny_size(tmp_path, capsys):
     import json
 
-    from gnkit.demos import nth_farthest as demo
 
     run = tmp_path / "run"
     args = ["--run-dir", str(run), "--no-progress", "--set", "models=lstm"]
@@ -207,12 +206,11 @@ def test_cli_trains_and_evaluates_the_lstm_at_tiny_size(tmp_path, capsys):
     assert (run / "curves.png").exists() and (run / "metrics_lstm.jsonl").exists()
     assert "test accuracy on 16 held-out sequences" in capsys.readouterr().out
     assert demo.main(["eval", "--run-dir", str(run), "--no-progress", "--json", "-"]) == 0
-    again = json.loads(capsys.readouterr().out.split("\n", 3)[-1])
+    again = json.loads(capsys.readouterr().out)
     assert again["models"]["lstm"]["test_accuracy"] == lstm["test_accuracy"]
 
 
 def test_cli_usage_errors_are_one_line(tmp_path, capsys):
-    from gnkit.demos import nth_farthest as demo
 
     code = demo.main(["train", "--config", "tiny", "--run-dir", str(tmp_path / "r"),
                       "--set", "models=rmc,rmc"])
@@ -227,7 +225,6 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
 def test_cli_trains_both_models_at_tiny_size(tmp_path):
     import json
 
-    from gnkit.demos import nth_farthest as demo
 
     out = tmp_path / "r.json"
     args = ["train", "--config", "tiny", "--run-dir", str(tmp_path / "run"), "--no-progress"]

@@ -59,6 +59,7 @@ class Comparison:
         of the trained `states` (a dict from model name to `gnkit.train.TrainingState`).
       examples_per_step: `config -> int`, examples per update (for throughput in the log).
       log_every: updates between log lines (at most `config.eval_every_updates`).
+      report_best: whether `report` gets each model's best validated state (else its latest).
     """
 
     load_data: Callable[[Any, RunDir, bool], Any]
@@ -70,6 +71,7 @@ class Comparison:
     report: Report
     examples_per_step: Callable[[Any], int]
     log_every: int = 100
+    report_best: bool = True
 
 
 def initial_state(comparison: Comparison, name: str, config, data) -> training.TrainingState:
@@ -130,8 +132,13 @@ def trained_state(
 
 
 def trained_states(comparison: Comparison, config, run_dir: RunDir, data) -> dict:
-    """`{name: best validated state}` for every model of `config.models`."""
-    return {name: trained_state(comparison, name, config, run_dir, data) for name in config.models}
+    """`{name: state}` for every model of `config.models`: its best validated state, or its
+    latest without `comparison.report_best`."""
+    best = comparison.report_best
+    return {
+        name: trained_state(comparison, name, config, run_dir, data, best)
+        for name in config.models
+    }
 
 
 def eval_records(run_dir: RunDir, name: str, keys: Sequence[str]) -> dict[str, list]:
