@@ -48,9 +48,11 @@ DOCUMENTED_NAMESPACES = [
 DOCUMENTED_MODULES = [
     "gnkit.train",
     "gnkit.tasks.sudoku",
+    "gnkit.demos.sudoku.models",
     "gnkit.tasks.shortest_path",
     "gnkit.tasks.sorting",
     "gnkit.tasks.mass_spring",
+    "gnkit.tasks.long_range",
     "gnkit.tasks.nth_farthest",
     "gnkit.tasks.pretty_clevr",
     "gnkit.tasks.sort_of_clevr",
@@ -129,7 +131,8 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
     documented = inventory_names(built_docs / "objects.inv")
     missing = [name for name in public_names() if name not in documented]
     assert not missing, f"public names missing from the API reference (docs/api/): {missing}"
-    for page in ["api/index", "migrating_from_jraph", "guides/graphs_and_padding",
+    for page in ["api/index", "migrating_from_jraph", "migrating_from_pyg", "results/sudoku",
+                 "results/sort_of_clevr", "guides/graphs_and_padding",
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
                  "guides/demos", "guides/performance"]:
         assert (built_docs / f"{page}.html").is_file(), page
@@ -187,7 +190,27 @@ def test_jraph_migration_worked_example_runs():
     assert namespace["out"].globals.shape == (3, 2)
 
 
-@pytest.mark.parametrize("page", ["guides/graphs_and_padding.md", "guides/blocks.md"])
+def test_pyg_migration_worked_example_computes_what_pyg_computes():
+    """The page's PyG GCN and its gnkit port with the copied weights (the page asserts the
+    outputs agree); one row per real graph."""
+    pytest.importorskip("torch_geometric")
+    namespace = run_page("migrating_from_pyg.md")
+    assert namespace["out"].shape == namespace["expected"].shape == (3, 2)
+    np = namespace["np"]
+    np.testing.assert_allclose(namespace["out"], namespace["expected"], rtol=1e-5, atol=1e-5)
+
+
+def test_pyg_migration_page_names_exist_in_gnkit():
+    """Every `gn.NAME` and `gnkit.MODULE.NAME` the page maps a PyG name to exists."""
+    page = (DOCS / "migrating_from_pyg.md").read_text()
+    gnkit = importlib.import_module("gnkit")
+    for name in set(re.findall(r"`gn\.([A-Za-z_]+)[`(]", page)):
+        assert hasattr(gnkit, name), f"gn.{name}"
+    for module, name in set(re.findall(r"`gnkit\.([a-z_.]+)\.([A-Za-z_]+)[`(]", page)):
+        assert hasattr(importlib.import_module(f"gnkit.{module}"), name), f"gnkit.{module}.{name}"
+
+
+@pytest.mark.parametrize("page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md"])
 def test_guide_code_runs(page):
     run_page(page)
 
