@@ -78,6 +78,12 @@ from gnkit.graph import (
     num_graphs,
     num_nodes,
 )
+from gnkit.graph_transformer import (
+    from_dense_batch,
+    masked_attention,
+    to_dense_batch,
+    within_graph_attention,
+)
 from gnkit.models import (
     GAT,
     AggregateEdgesToGlobalsFn,
@@ -105,6 +111,11 @@ from gnkit.models import (
     InteractionUpdateNodeFn,
     NodeFeatures,
     RelationNetwork,
+)
+from gnkit.positional import (
+    laplacian_pe,
+    random_sign_flip,
+    random_walk_pe,
 )
 from gnkit.segment import (
     partition_softmax,
@@ -188,6 +199,7 @@ __all__ = [
     "edge_graph_index",
     "edge_list",
     "from_dense_adjacency",
+    "from_dense_batch",
     "from_edge_list",
     "from_networkx",
     "fully_connected_graph",
@@ -208,6 +220,8 @@ __all__ = [
     "graph_network",
     "graph_sage",
     "interaction_network",
+    "laplacian_pe",
+    "masked_attention",
     "node_block",
     "node_graph_index",
     "num_edges",
@@ -216,6 +230,8 @@ __all__ = [
     "pad_to_bucket",
     "pad_with_graphs",
     "partition_softmax",
+    "random_sign_flip",
+    "random_walk_pe",
     "relation_network",
     "rgcn",
     "safe_segment_max",
@@ -237,12 +253,14 @@ __all__ = [
     "segment_sum",
     "segment_variance",
     "sort_edges_by_receiver",
+    "to_dense_batch",
     "to_networkx",
     "unbatch",
     "unbatch_np",
     "unpad_with_graphs",
     "validate",
     "with_zero_out_padding_outputs",
+    "within_graph_attention",
     "zero_out_padding",
     "aggregators",
     "nn",

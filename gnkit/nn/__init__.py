@@ -2,6 +2,7 @@
 
 from gnkit.nn.dmpnn import DMPNN, graph_readout
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
+from gnkit.nn.gps import GPS, GPSLayer, GraphMultiheadAttention
 from gnkit.nn.graph_network import FactorisedDense, GraphIndependent, GraphNetwork
 from gnkit.nn.kg import RGCN, KGEmbedding, RGCNEncoder
 from gnkit.nn.layers import GAT, GCN, GIN, GINE, GATv2, GraphSAGE
@@ -21,7 +22,10 @@ __all__ = [
     "GCN",
     "GIN",
     "GINE",
+    "GPS",
+    "GPSLayer",
     "GraphIndependent",
+    "GraphMultiheadAttention",
     "GraphNetwork",
     "GraphSAGE",
     "HeteroConv",

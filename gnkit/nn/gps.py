@@ -1,0 +1,211 @@
+"""GPS graph transformers (Rampasek et al. 2022) as Flax linen modules.
+
+A GPS layer adds a local message-passing layer and multi-head attention over all nodes of each
+graph, both on the layer's input, each with a residual connection and a normalisation, then a
+two-layer MLP with a residual and a third normalisation, in the order of PyTorch Geometric's
+`GPSConv` (`tests/test_gps.py` checks outputs and gradients against it with copied weights).
+Attention runs per graph on a dense `[n_graph, max_nodes, F]` block
+(`gnkit.graph_transformer`), so `max_nodes` is a static bucket size. `GPS` stacks GPS layers
+behind encoders of the node features and of the positional encodings (`gnkit.laplacian_pe`,
+`gnkit.random_walk_pe`).
+
+Padding: attention never crosses graphs, so padding graphs change no real node; batch norm
+needs `node_mask` (`gnkit.get_node_padding_mask(graph)` on a padded batch) so that its
+statistics count only real nodes. `train=True` turns on dropout (rng stream `'dropout'`) and
+batch statistics (mutable collection `'batch_stats'`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from gnkit.graph import GraphsTuple, node_graph_index, require
+from gnkit.graph_transformer import within_graph_attention
+from gnkit.nn.layers import GINE
+
+NORMS = ("batch_norm", "layer_norm", None)
+
+
+class GraphMultiheadAttention(nn.Module):
+    """Multi-head self-attention among the nodes of each graph: `[N, F] -> [N, F]`.
+
+    `q, k, v` are Dense projections (`"query"`, `"key"`, `"value"`, with bias) of the nodes to
+    `F` features, split into `num_heads` heads of `F / num_heads`; each node attends to the
+    nodes of its own graph (`gnkit.graph_transformer.within_graph_attention`, at most
+    `max_nodes` per graph, static), and the heads, concatenated, go through `"output"` (Dense
+    with bias). As `torch.nn.MultiheadAttention` over PyG's `to_dense_batch` with the padding
+    masked: `query`/`key`/`value` kernels are the three row blocks of `in_proj_weight`,
+    transposed, `output` is `out_proj`. Replaces `graph.nodes`. Jittable.
+    """
+
+    num_heads: int
+    max_nodes: int
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", "n_node", block="GraphMultiheadAttention")
+        width = graph.nodes.shape[-1]
+        if width % self.num_heads:
+            raise ValueError(
+                f"GraphMultiheadAttention: node width {width} is not divisible by "
+                f"num_heads={self.num_heads}."
+            )
+        heads = (graph.nodes.shape[0], self.num_heads, width // self.num_heads)
+        query, key, value = (
+            nn.Dense(width, name=name)(graph.nodes).reshape(heads)
+            for name in ("query", "key", "value")
+        )
+        attended = within_graph_attention(query, key, value, graph.n_node, self.max_nodes)
+        nodes = nn.Dense(width, name="output")(attended.reshape(graph.nodes.shape))
+        return graph._replace(nodes=nodes)
+
+
+def _normalize(kind, name, nodes, node_mask, train):
+    if kind is None:
+        return nodes
+    if kind == "layer_norm":
+        return nn.LayerNorm(epsilon=1e-5, name=name)(nodes)
+    mask = None if node_mask is None else node_mask[:, None]
+    return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5, name=name)(
+        nodes, mask=mask
+    )
+
+
+class GPSLayer(nn.Module):
+    """One GPS layer: local message passing plus attention within each graph, `[N, F] -> [N, F]`.
+
+    With `x` the input nodes, as PyTorch Geometric's `GPSConv`:
+    `h_local = norm_local(dropout(local(x)) + x)`,
+    `h_attention = norm_attention(dropout(attention(x)) + x)`, `h = h_local + h_attention`,
+    `out = norm_output(h + dropout(W2 dropout(act(W1 h))))` with `W1` `F -> 2F` (`"mlp_hidden"`)
+    and `W2` `2F -> F` (`"mlp_output"`). `local` is `"gine"` (default: `GINE((F, F))`, its MLP
+    Dense, ReLU, Dense, as PyG's `GINEConv` with that `nn`), any linen module mapping the graph
+    to node features `[N, F]` (called with the graph), or None (attention only). `attention` is
+    a `GraphMultiheadAttention` (`num_heads`, `max_nodes`). `norm` is `"batch_norm"` (PyG's
+    default; running statistics with PyG's momentum 0.1, which Flax calls 0.9), `"layer_norm"`
+    (per node, PyG's `norm_kwargs={"mode": "node"}`) or None.
+
+    Call with `node_mask` (bool `[N]`, the real nodes) on padded batches when `norm` is batch
+    norm, and `train=True` for dropout and batch statistics. Flax's batch norm updates its
+    running variance with the biased batch variance, torch with the unbiased one: the same
+    outputs, slightly different running averages. Edges `[E, F]` for GINE. Jittable.
+    """
+
+    num_heads: int
+    max_nodes: int
+    local: str | nn.Module | None = "gine"
+    dropout_rate: float = 0.0
+    norm: str | None = "batch_norm"
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+
+    @nn.compact
+    def __call__(
+        self, graph: GraphsTuple, *, node_mask: jax.Array | None = None, train: bool = False
+    ) -> GraphsTuple:
+        require(graph, "nodes", block="GPSLayer")
+        if self.norm not in NORMS:
+            raise ValueError(f"GPSLayer: norm must be one of {NORMS}, got {self.norm!r}.")
+        x = graph.nodes
+        width = x.shape[-1]
+
+        def dropout(h):
+            return nn.Dropout(self.dropout_rate)(h, deterministic=not train)
+
+        combined = 0.0
+        local = self.local
+        if local == "gine":
+            local = GINE((width, width), name="local")
+        if local is not None:
+            h = dropout(local(graph).nodes) + x
+            combined = _normalize(self.norm, "norm_local", h, node_mask, train)
+        attention = GraphMultiheadAttention(self.num_heads, self.max_nodes, name="attention")
+        h = dropout(attention(graph).nodes) + x
+        combined = combined + _normalize(self.norm, "norm_attention", h, node_mask, train)
+        hidden = dropout(self.activation(nn.Dense(2 * width, name="mlp_hidden")(combined)))
+        out = combined + dropout(nn.Dense(width, name="mlp_output")(hidden))
+        return graph._replace(nodes=_normalize(self.norm, "norm_output", out, node_mask, train))
+
+
+def _flip_signs(encodings, graph, rng):
+    """Multiply each graph's columns of `encodings` `[N, k]` by random signs."""
+    signs = jax.random.rademacher(rng, (graph.n_node.shape[0], encodings.shape[-1]))
+    return encodings * signs.astype(encodings.dtype)[node_graph_index(graph)]
+
+
+class GPS(nn.Module):
+    """A GPS graph transformer: encoders, then `num_layers` `GPSLayer`s, `[N, F] -> [N, channels]`.
+
+    The nodes are encoded to `channels` features as the concatenation of
+    `Dense(channels - laplacian_features - random_walk_features)(nodes)` (`"node_encoder"`),
+    `Dense(laplacian_features)(laplacian_pe)` (`"laplacian_encoder"`, when
+    `laplacian_features > 0`; in training each graph's eigenvector signs are flipped at random
+    first, drawn from the `'dropout'` rng stream) and `Dense(random_walk_features)(random_walk_pe)`
+    (`"random_walk_encoder"`, when `random_walk_features > 0`). Edges are encoded to `channels`
+    (`"edge_encoder"`) for the GINE local layers. `num_heads`, `max_nodes`, `dropout_rate`,
+    `norm` and `local` are each `GPSLayer`'s (`"layer_0"`, ...). No readout: pool or gather the
+    returned nodes for a task. Jittable.
+
+    Call with `laplacian_pe` `[N, k]` (`gnkit.laplacian_pe`) and `random_walk_pe` `[N, t]`
+    (`gnkit.random_walk_pe`) when their widths are set, `node_mask` on padded batches, and
+    `train`.
+    """
+
+    channels: int
+    num_layers: int
+    num_heads: int
+    max_nodes: int
+    laplacian_features: int = 0
+    random_walk_features: int = 0
+    dropout_rate: float = 0.0
+    norm: str | None = "batch_norm"
+    local: str | None = "gine"
+
+    @nn.compact
+    def __call__(
+        self,
+        graph: GraphsTuple,
+        *,
+        laplacian_pe: jax.Array | None = None,
+        random_walk_pe: jax.Array | None = None,
+        node_mask: jax.Array | None = None,
+        train: bool = False,
+    ) -> GraphsTuple:
+        require(graph, "nodes", "edges", block="GPS")
+        node_features = self.channels - self.laplacian_features - self.random_walk_features
+        if node_features < 1:
+            raise ValueError(
+                f"GPS: channels={self.channels} must exceed laplacian_features + "
+                f"random_walk_features = {self.channels - node_features}."
+            )
+        parts = [nn.Dense(node_features, name="node_encoder")(graph.nodes)]
+        for width, encodings, name in (
+            (self.laplacian_features, laplacian_pe, "laplacian"),
+            (self.random_walk_features, random_walk_pe, "random_walk"),
+        ):
+            if (width > 0) != (encodings is not None):
+                raise ValueError(
+                    f"GPS: pass {name}_pe exactly when {name}_features > 0 "
+                    f"({name}_features={width}, {name}_pe given: {encodings is not None})."
+                )
+            if encodings is None:
+                continue
+            if name == "laplacian" and train:
+                encodings = _flip_signs(encodings, graph, self.make_rng("dropout"))
+            parts.append(nn.Dense(width, name=f"{name}_encoder")(encodings))
+        nodes = jnp.concatenate(parts, axis=-1)
+        edges = nn.Dense(self.channels, name="edge_encoder")(graph.edges)
+        graph = graph._replace(nodes=nodes, edges=edges)
+        for index in range(self.num_layers):
+            graph = GPSLayer(
+                self.num_heads,
+                self.max_nodes,
+                local=self.local,
+                dropout_rate=self.dropout_rate,
+                norm=self.norm,
+                name=f"layer_{index}",
+            )(graph, node_mask=node_mask, train=train)
+        return graph
