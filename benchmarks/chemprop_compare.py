@@ -37,7 +37,7 @@ import numpy as np
 from gnkit import chem
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import CONFIGS
-from gnkit.demos.molecules.data import MoleculeData, steps_per_epoch, train_batches
+from gnkit.demos.molecules.data import molecule_data, steps_per_epoch, train_batches
 from gnkit.demos.molecules.training import errors, predict_rows
 
 
@@ -52,14 +52,13 @@ def _dataset(name: str, max_molecules: int) -> chem.MoleculeDataset:
 
 def run_gnkit(config, dataset, graphs, split, seed: int) -> dict:
     """Train and test one replicate with the demo's recipe; per-epoch training times."""
-    data = MoleculeData(dataset, graphs, dataset.targets.astype(np.float32), {seed: split})
+    data = molecule_data(config, dataset, graphs, {seed: split})
     per_epoch = steps_per_epoch(len(split["train"]), config.batch_size)
     tx = models.optimizer(config, per_epoch)
     batches = train_batches(config, data, seed)
     params = models.init_params(config, batches(0), seed)
     opt_state = tx.init(params)
     step, predict = models.make_train_step(config, tx), models.make_predict(config)
-    scaling = data.scaling(seed)
     best, best_rmse, epoch_seconds = params, np.inf, []
     cpu_start = time.process_time()
     for epoch in range(config.epochs):
@@ -68,11 +67,11 @@ def run_gnkit(config, dataset, graphs, split, seed: int) -> dict:
             params, opt_state, metrics = step(params, opt_state, batches(update))
         jax.block_until_ready(metrics)
         epoch_seconds.append(time.perf_counter() - start)
-        valid = predict_rows(config, predict, params, graphs, split["val"], scaling)
+        valid = predict_rows(config, predict, params, data, seed, split["val"])
         rmse = errors(valid, data.targets[split["val"]])["rmse"]
         if rmse < best_rmse:
             best, best_rmse = params, rmse
-    test = predict_rows(config, predict, best, graphs, split["test"], scaling)
+    test = predict_rows(config, predict, best, data, seed, split["test"])
     return {
         **errors(test, data.targets[split["test"]]),
         "epoch_seconds": epoch_seconds,

@@ -181,3 +181,19 @@ def molecule_arrays(molecule: Chem.Mol, features: str) -> dict[str, np.ndarray]:
         "senders": ends.reshape(-1),
         "receivers": ends[:, ::-1].reshape(-1),
     }
+
+
+def descriptor_names() -> tuple[str, ...]:
+    """The names of RDKit's 2-D descriptors (`rdkit.Chem.Descriptors.descList`, in its order)."""
+    from rdkit.Chem import Descriptors
+
+    return tuple(name for name, _ in Descriptors.descList)
+
+
+def rdkit_descriptors(molecule: Chem.Mol) -> np.ndarray:
+    """Every RDKit 2-D descriptor of `molecule` (`[D]` float64 in `descriptor_names()` order;
+    a descriptor RDKit fails on is NaN). Host."""
+    from rdkit.Chem import Descriptors
+
+    values = Descriptors.CalcMolDescriptors(molecule, missingVal=np.nan)
+    return np.asarray([values[name] for name in descriptor_names()], np.float64)

@@ -2,7 +2,8 @@
 
 A molecule's graph has its atoms as nodes, each bond as two directed edges (`2k`: begin ->
 end atom, `2k + 1`: the reverse; so the reverse of edge `e` is `e ^ 1`, also in a batch, whose
-molecules all have even edge counts) and one global row, a zero placeholder `[1, 1]`. SMILES
+molecules all have even edge counts) and one global row: a zero placeholder `[1, 1]`, or with
+`descriptors` the molecule's RDKit 2-D descriptors `[1, D]` (float64, NaN where RDKit fails). SMILES
 are parsed as chemprop and OGB parse them (`Chem.MolFromSmiles`, hydrogens removed). Host NumPy
 (the `chem` extra).
 """
@@ -18,11 +19,16 @@ import numpy as np
 from rdkit import Chem, rdBase
 
 from gnkit.batching import pad_with_graphs
-from gnkit.chem.features import check_feature_set, feature_widths, molecule_arrays
+from gnkit.chem.features import (
+    check_feature_set,
+    feature_widths,
+    molecule_arrays,
+    rdkit_descriptors,
+)
 from gnkit.graph import GraphsTuple
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 
 class InvalidSmilesError(ValueError):
@@ -41,18 +47,24 @@ def parse_smiles(smiles: str, row: int | None = None) -> Chem.Mol:
     return molecule
 
 
-def smiles_to_graph(smiles: str, features: str = "chemprop") -> GraphsTuple:
+def _globals(molecule: Chem.Mol, descriptors: bool) -> np.ndarray:
+    return rdkit_descriptors(molecule)[None] if descriptors else np.zeros((1, 1), np.float32)
+
+
+def smiles_to_graph(smiles: str, features: str = "chemprop", descriptors: bool = False):
     """One molecule as a `GraphsTuple` of one graph: nodes `[N, F]`, edges `[2B, Fe]` (feature
     set `features`, `"chemprop"` or `"ogb"`), senders / receivers `[2B]`, globals `[1, 1]`
-    zeros, `n_node` `[1]`, `n_edge` `[1]`. Raises `InvalidSmilesError` for a bad string. Host.
+    zeros (or `[1, D]` RDKit descriptors with `descriptors`), `n_node` `[1]`, `n_edge` `[1]`.
+    Raises `InvalidSmilesError` for a bad string. Host.
     """
-    arrays = molecule_arrays(parse_smiles(smiles), features)
+    molecule = parse_smiles(smiles)
+    arrays = molecule_arrays(molecule, features)
     return GraphsTuple(
         nodes=arrays["nodes"],
         edges=arrays["edges"],
         receivers=arrays["receivers"],
         senders=arrays["senders"],
-        globals=np.zeros((1, 1), np.float32),
+        globals=_globals(molecule, descriptors),
         n_node=np.asarray([len(arrays["nodes"])], np.int32),
         n_edge=np.asarray([len(arrays["edges"])], np.int32),
     )
@@ -63,8 +75,9 @@ class MoleculeGraphs:
     """A data set of molecule graphs stored as concatenated arrays (host NumPy).
 
     `nodes` `[sum N, F]`, `edges` `[sum E, Fe]`, `senders` / `receivers` `[sum E]` (indices
-    within each molecule), `n_node` / `n_edge` `[M]` for the `M` molecules kept, `rows` `[M]`
-    the input row of each (skipped rows are absent), `skipped` the `(row, smiles)` left out.
+    within each molecule), `globals` `[M, 1]` zeros or `[M, D]` RDKit descriptors, `n_node` /
+    `n_edge` `[M]` for the `M` molecules kept, `rows` `[M]` the input row of each (skipped rows
+    are absent), `skipped` the `(row, smiles)` left out.
     """
 
     features: str
@@ -72,6 +85,7 @@ class MoleculeGraphs:
     edges: np.ndarray
     senders: np.ndarray
     receivers: np.ndarray
+    globals: np.ndarray
     n_node: np.ndarray
     n_edge: np.ndarray
     rows: np.ndarray
@@ -103,7 +117,7 @@ class MoleculeGraphs:
             edges=self.edges[edge_rows],
             receivers=(self.receivers[edge_rows] + shift).astype(np.int32),
             senders=(self.senders[edge_rows] + shift).astype(np.int32),
-            globals=np.zeros((len(molecules), 1), np.float32),
+            globals=self.globals[molecules],
             n_node=n_node.astype(np.int32),
             n_edge=n_edge.astype(np.int32),
         )
@@ -122,9 +136,9 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(int(lengths.sum())) - np.repeat(heads - starts, lengths)
 
 
-def _cache_file(cache_dir: Path, smiles: Sequence[str], features: str, on_invalid: str) -> Path:
+def _cache_file(cache_dir: Path, smiles: Sequence[str], settings: str) -> Path:
     digest = hashlib.sha256("\n".join(smiles).encode()).hexdigest()[:16]
-    return cache_dir / f"molecules_{features}_{on_invalid}_v{_CACHE_VERSION}_{digest}.npz"
+    return cache_dir / f"molecules_{settings}_v{_CACHE_VERSION}_{digest}.npz"
 
 
 def molecule_graphs(
@@ -132,6 +146,7 @@ def molecule_graphs(
     features: str = "chemprop",
     *,
     on_invalid: str = "raise",
+    descriptors: bool = False,
     cache_dir: str | Path | None = None,
     progress: bool = False,
 ) -> MoleculeGraphs:
@@ -142,6 +157,7 @@ def molecule_graphs(
         features: `"chemprop"` (chemprop v2's default vectors) or `"ogb"` (OGB's integers).
         on_invalid: `"raise"` raises `InvalidSmilesError` naming the first bad row and its string;
             `"skip"` leaves bad rows out and lists them in `skipped` (`rows` maps back).
+        descriptors: store each molecule's RDKit 2-D descriptors as its global row.
         cache_dir: where to keep the converted arrays (a file named by the feature set and a hash
             of the strings), reused on the next call with the same strings; None keeps nothing.
             A directory inside the gnkit package is refused.
@@ -159,10 +175,11 @@ def molecule_graphs(
         cache_dir = Path(cache_dir).resolve()
         if cache_dir == _PACKAGE_DIR or _PACKAGE_DIR in cache_dir.parents:
             raise ValueError(f"cache_dir {cache_dir} is inside the gnkit package; choose another")
-        cache_path = _cache_file(cache_dir, smiles, features, on_invalid)
+        settings = f"{features}_{on_invalid}" + ("_descriptors" if descriptors else "")
+        cache_path = _cache_file(cache_dir, smiles, settings)
         if cache_path.exists():
             return _load(cache_path, features, smiles)
-    rows, parts, skipped = [], [], []
+    rows, parts, skipped, global_rows = [], [], [], []
     items = enumerate(smiles)
     if progress:
         from gnkit.progress import track
@@ -178,7 +195,11 @@ def molecule_graphs(
             continue
         rows.append(row)
         parts.append(molecule_arrays(molecule, features))
-    graphs = _concatenate(parts, rows, skipped, features)
+        global_rows.append(_globals(molecule, descriptors))
+    width = len(global_rows[0][0]) if global_rows else 1
+    graphs = _concatenate(
+        parts, rows, skipped, features, np.concatenate(global_rows or [np.zeros((0, width))])
+    )
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache_path.with_suffix(".partial.npz")
@@ -187,7 +208,7 @@ def molecule_graphs(
     return graphs
 
 
-def _concatenate(parts, rows, skipped, features) -> MoleculeGraphs:
+def _concatenate(parts, rows, skipped, features, global_rows) -> MoleculeGraphs:
     atom_width, bond_width = feature_widths(features)
     dtype = np.int64 if features == "ogb" else np.float32
 
@@ -203,6 +224,7 @@ def _concatenate(parts, rows, skipped, features) -> MoleculeGraphs:
         edges=joined("edges", bond_width).reshape(-1, bond_width).astype(dtype),
         senders=joined("senders", 0).astype(np.int32),
         receivers=joined("receivers", 0).astype(np.int32),
+        globals=global_rows,
         n_node=np.asarray([len(part["nodes"]) for part in parts], np.int32),
         n_edge=np.asarray([len(part["edges"]) for part in parts], np.int32),
         rows=np.asarray(rows, np.int64),

@@ -35,8 +35,9 @@ class MoleculeModel(nn.Module):
 
     `dmpnn`: chemprop's D-MPNN (`gnkit.nn.DMPNN`) on the float features. `gine`, `gcn`, `gat`:
     atoms (and, for GINE, bonds) embedded to `hidden_size`, then `depth` layers with ReLU
-    between them. Then the `readout` over atoms and an MLP of `ffn_layers` layers of
-    `ffn_hidden_size` to one output, as chemprop's FFN.
+    between them. Then the `readout` over atoms, with `descriptors` the graph's globals (the
+    normalised descriptors) beside it, and an MLP of `ffn_layers` layers of `ffn_hidden_size`
+    to one output, as chemprop's FFN.
     """
 
     config: MoleculesConfig
@@ -64,6 +65,8 @@ class MoleculeModel(nn.Module):
                 if layer < config.depth - 1:
                     graph = graph._replace(nodes=nn.relu(graph.nodes))
         pooled = graph_readout(graph, config.readout)
+        if config.descriptors:
+            pooled = jnp.concatenate([pooled, graph.globals], axis=-1)
         head = MLP((config.ffn_hidden_size,) * config.ffn_layers + (1,), name="ffn")
         return head(pooled)[:, 0]
 

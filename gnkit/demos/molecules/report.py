@@ -42,9 +42,7 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, da
     for seed in config.replicate_seeds:
         state = trained_params(config, data, seed, run_dir)
         test = data.splits[seed]["test"]
-        predictions = predict_rows(
-            config, predict, state.params, data.graphs, test, data.scaling(seed)
-        )
+        predictions = predict_rows(config, predict, state.params, data, seed, test)
         per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)
         learning[seed] = curves(run_dir, seed, per_epoch)
         per_seed[seed] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gnkit import chem, experiments
+from gnkit import experiments
 from gnkit import train as training
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import MoleculesConfig
@@ -16,12 +16,15 @@ def replicate_name(seed: int) -> str:
     return f"seed{seed}"
 
 
-def predict_rows(config, predict, params, graphs: chem.MoleculeGraphs, rows, scaling):
-    """Predictions `[len(rows)]` in target units for the molecules at positions `rows`."""
-    mean, std = scaling
+def predict_rows(config, predict, params, data: MoleculeData, seed: int, rows, graphs=None):
+    """Replicate `seed`'s predictions `[len(rows)]` in target units for the molecules at
+    positions `rows` of `graphs` (default: the data set's own)."""
+    graphs = data.graphs if graphs is None else graphs
+    mean, std = data.scaling(seed)
+    reference = data.descriptor_reference[seed] if data.descriptor_reference else None
     outputs = [
         np.asarray(predict(params, batch["graph"]))[: len(chunk)]
-        for chunk, batch in eval_batches(config, graphs, rows)
+        for chunk, batch in eval_batches(config, graphs, rows, reference)
     ]
     return np.concatenate(outputs) * std + mean
 
@@ -55,10 +58,9 @@ def train_replicate(config, data: MoleculeData, seed: int, run_dir, options):
     state = training.resume_or(state, checkpoints)
     predict = models.make_predict(config)
     valid = data.splits[seed]["val"]
-    scaling = data.scaling(seed)
 
     def evaluate(params):
-        predictions = predict_rows(config, predict, params, data.graphs, valid, scaling)
+        predictions = predict_rows(config, predict, params, data, seed, valid)
         metrics = errors(predictions, data.targets[valid])
         return {"val_rmse": metrics["rmse"], "val_mae": metrics["mae"], "score": -metrics["rmse"]}
 

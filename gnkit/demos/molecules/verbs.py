@@ -35,7 +35,7 @@ def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -
     """Each replicate's prediction (target units) for the `--smiles` strings, and their mean."""
     smiles = options.flags.smiles
     try:
-        graphs = chem.molecule_graphs(smiles, config.features)
+        graphs = chem.molecule_graphs(smiles, config.features, descriptors=config.descriptors)
     except chem.InvalidSmilesError as error:
         raise experiments.UsageError(f"--smiles: {error}".replace("row ", "string ")) from None
     data = load_data(config, run_dir, progress=False)
@@ -44,7 +44,7 @@ def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -
     per_seed = {}
     for seed in config.replicate_seeds:
         params = trained_params(config, data, seed, run_dir).params
-        per_seed[seed] = predict_rows(config, step, params, graphs, rows, data.scaling(seed))
+        per_seed[seed] = predict_rows(config, step, params, data, seed, rows, graphs)
     stacked = np.stack(list(per_seed.values()))
     info = data.dataset.info
     print(f"{config.model} trained on {config.data}: {info.target} ({info.unit})")

@@ -1,0 +1,72 @@
+"""The molecules demo: a tiny run end to end (train, resume, eval, predict), its splits file,
+the descriptor normalisation and the short flags."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rdkit")
+
+from gnkit import chem  # noqa: E402
+from gnkit.demos.molecules import main  # noqa: E402
+from gnkit.demos.molecules.data import empirical_cdf, steps_per_epoch  # noqa: E402
+from gnkit.demos.molecules.verbs import expand_short_flags  # noqa: E402
+
+
+def test_tiny_run_trains_resumes_reports_and_predicts(tmp_path, capsys):
+    run = tmp_path / "run"
+    common = ["--config", "tiny", "--run-dir", str(run), "--no-progress", "--seeds", "1"]
+    assert main(["train", "--data", "freesolv", *common, "--json", str(tmp_path / "a.json")]) == 0
+    first = json.loads((tmp_path / "a.json").read_text())
+    assert first["data"] == "freesolv" and list(first["seeds"]) == ["0"]
+    entry = first["seeds"]["0"]
+    assert entry["sizes"] == [64, 8, 8]
+    assert first["test_rmse"]["mean"] == entry["test_rmse"] and first["test_rmse"]["std"] == 0
+    assert entry["test_mae"] <= entry["test_rmse"]
+    assert (run / "parity.png").exists() and (run / "curves.png").exists()
+    (written,) = chem.read_splits_file(run / "splits.json")
+    expected = chem.random_split(80, seed=0)
+    for name in ("train", "val", "test"):
+        np.testing.assert_array_equal(written[name], expected[name])
+    records = [json.loads(line) for line in (run / "metrics_seed0.jsonl").read_text().splitlines()]
+    per_epoch = steps_per_epoch(64, 16)
+    assert [r["step"] for r in records if r["kind"] == "eval"] == [per_epoch * e for e in (1, 2, 3)]
+    # A second train of the same run resumes at the end: nothing more is trained.
+    assert main(["train", "--data", "freesolv", *common, "--json", str(tmp_path / "b.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text())["seeds"] == first["seeds"]
+    predict = ["predict", "--run-dir", str(run), "--smiles", "CCO", "--smiles", "c1ccccc1"]
+    assert main([*predict, "--json", str(tmp_path / "p.json")]) == 0
+    predictions = json.loads((tmp_path / "p.json").read_text())["predictions"]
+    assert len(predictions) == 2 and all(np.isfinite(p["mean"]) for p in predictions)
+    capsys.readouterr()
+    assert main(["predict", "--run-dir", str(run), "--smiles", "C1CC("]) == 2
+    assert "invalid SMILES 'C1CC('" in capsys.readouterr().err
+
+
+def test_a_chemprop_splits_file_sets_the_split(tmp_path):
+    splits = [{"train": list(range(10, 70)), "val": list(range(70, 80)), "test": list(range(10))}]
+    (tmp_path / "splits.json").write_text(json.dumps(splits))
+    run = tmp_path / "run"
+    settings = ["--set", f"splits_file={tmp_path / 'splits.json'}", "--set", "epochs=2"]
+    argv = ["train", "--config", "tiny", "--seeds", "1", "--run-dir", str(run), *settings]
+    assert main([*argv, "--no-progress", "--json", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["seeds"]["0"]["sizes"] == [60, 10, 10]
+    (written,) = chem.read_splits_file(run / "splits.json")
+    assert written["test"].tolist() == list(range(10))
+
+
+def test_empirical_cdf_by_hand():
+    reference = np.sort(np.array([[4.0, 0.0], [1.0, 0.0], [3.0, 1.0], [2.0, 1.0]]), axis=0)
+    values = np.array([[0.0, -1.0], [2.0, 0.0], [2.5, 0.5], [9.0, np.nan]])
+    expected = [[0.0, 0.0], [0.5, 0.5], [0.5, 0.5], [1.0, 0.5]]
+    np.testing.assert_allclose(empirical_cdf(reference, values), expected)
+
+
+def test_short_flags_become_settings():
+    argv = ["train", "--data", "esol", "--split=scaffold", "--model", "gine", "--seeds", "5"]
+    assert expand_short_flags(argv) == [
+        "train", "--set", "data=esol", "--set", "split=scaffold", "--set", "model=gine",
+        "--set", "seeds=5",
+    ]  # fmt: skip
+    assert expand_short_flags(["eval", "--run-dir", "runs/x"]) == ["eval", "--run-dir", "runs/x"]
