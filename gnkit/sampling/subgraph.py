@@ -43,13 +43,17 @@ class SampledSubgraph(NamedTuple):
 
 
 def _gather_rows(tree, ids: np.ndarray, n_rows: int):
-    """Rows `ids` `[n_rows]` of every leaf of `tree`, zeros where `ids` is -1."""
+    """Rows `ids` `[n]` of every leaf of `tree` (zeros where `ids` is -1), then zero rows up to
+    `n_rows`."""
+    absent = np.flatnonzero(ids < 0)
+    rows = np.where(ids < 0, 0, ids)
 
     def gather(leaf):
         leaf = np.asarray(leaf)
-        out = np.zeros((n_rows,) + leaf.shape[1:], leaf.dtype)
-        present = ids >= 0
-        out[present] = leaf[ids[present]]
+        out = np.empty((n_rows,) + leaf.shape[1:], leaf.dtype)
+        np.take(leaf, rows, axis=0, out=out[: ids.shape[0]])
+        out[absent] = 0
+        out[ids.shape[0] :] = 0
         return out
 
     return None if tree is None else tree_map(gather, tree)
@@ -97,8 +101,8 @@ def assemble(
     global_id = _padded(node_ids, node_budget, -1)
     edge_id = _padded(edge_ids, edge_budget, -1)
     graph = GraphsTuple(
-        nodes=_gather_rows(source.nodes, global_id, node_budget),
-        edges=_gather_rows(source.edges, edge_id, edge_budget),
+        nodes=_gather_rows(source.nodes, node_ids, node_budget),
+        edges=_gather_rows(source.edges, edge_ids, edge_budget),
         senders=_padded(senders, edge_budget, n_real).astype(np.int32),
         receivers=_padded(receivers, edge_budget, n_real).astype(np.int32),
         globals=None,
