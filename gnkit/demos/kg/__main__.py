@@ -1,0 +1,7 @@
+"""`python -m gnkit.demos.kg`: the demo's command line."""
+
+import sys
+
+from gnkit.demos.kg import main
+
+sys.exit(main())
