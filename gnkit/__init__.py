@@ -264,11 +264,12 @@ __all__ = [
     "zero_out_padding",
     "aggregators",
     "nn",
+    "nnx",
     "parallel",
 ]
 
 
 def __getattr__(name: str):
-    if name == "nn":
-        return importlib.import_module("gnkit.nn")
+    if name in ("nn", "nnx"):
+        return importlib.import_module(f"gnkit.{name}")
     raise AttributeError(f"module 'gnkit' has no attribute {name!r}")

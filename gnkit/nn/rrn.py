@@ -139,17 +139,7 @@ class RecurrentRelationalNetwork(nn.Module):
         self.readout = MLP(tuple(self.readout_features), name="readout")
 
     def __call__(self, graph: GraphsTuple, num_steps: int, scan: bool = True) -> jax.Array:
-        require(graph, "nodes", "senders", "receivers", block="RecurrentRelationalNetwork")
-        n_node = num_nodes(graph)
-        x = self.encoder(graph.nodes)
-        degree = self._sum_at_receivers(
-            jnp.ones((graph.receivers.shape[0], 1), x.dtype), graph.receivers, n_node
-        )
-        edge_term = self.message_bias
-        if graph.edges is not None:
-            edge_term = edge_term + self.message_edges(graph.edges)
-        context = (self.update_x(x), edge_term, degree, graph.senders, graph.receivers)
-        carry = (jnp.zeros_like(x), x) if self.cell == "lstm" else x
+        carry, context = self._start(graph)
         if not scan:
             outputs = []
             for _ in range(num_steps):
@@ -161,6 +151,21 @@ class RecurrentRelationalNetwork(nn.Module):
         body = nn.remat(_scan_body, prevent_cse=False) if self.remat else _scan_body
         _, outputs = _scan(body, num_steps)(self, carry, context)
         return outputs
+
+    def _start(self, graph: GraphsTuple):
+        """The initial carry and the per-step context (the loop-invariant terms) of `graph`."""
+        require(graph, "nodes", "senders", "receivers", block="RecurrentRelationalNetwork")
+        n_node = num_nodes(graph)
+        x = self.encoder(graph.nodes)
+        degree = self._sum_at_receivers(
+            jnp.ones((graph.receivers.shape[0], 1), x.dtype), graph.receivers, n_node
+        )
+        edge_term = self.message_bias
+        if graph.edges is not None:
+            edge_term = edge_term + self.message_edges(graph.edges)
+        context = (self.update_x(x), edge_term, degree, graph.senders, graph.receivers)
+        carry = (jnp.zeros_like(x), x) if self.cell == "lstm" else x
+        return carry, context
 
     def _blocked_steps(self, carry, context, num_steps: int) -> jax.Array:
         block = self.remat_block_size or _default_block_size(num_steps)

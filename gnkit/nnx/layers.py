@@ -1,0 +1,83 @@
+"""NNX twins of the layers in `gnkit.nn.layers`: GCN, GAT, GATv2, GraphSAGE and GIN.
+
+Each takes the input node width `in_features` and the linen twin's attributes; `__call__(graph)`
+returns the graph with new node features, as the linen twin does. See `gnkit.nn.layers` for the
+math and the PyTorch Geometric weight mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flax import nnx
+
+from gnkit.graph import GraphsTuple
+from gnkit.nn import layers
+from gnkit.nnx.twin import Twin, sample_graph
+
+
+class _NodeLayer(Twin):
+    """A layer mapping node features `[N, in_features]` to new node features."""
+
+    def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        """The graph with the layer's node features. Jittable under `nnx.jit`."""
+        return self._apply(graph)
+
+
+class GCN(_NodeLayer, linen=layers.GCN):
+    """Graph convolution (`gnkit.nn.GCN`): nodes `[N, in_features] -> [N, features]`.
+
+    `**options` are `gnkit.nn.GCN`'s other attributes (`add_self_edges`, `convention`, ...).
+    """
+
+    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+        self._build(layers.GCN, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features),))
+
+
+class GAT(_NodeLayer, linen=layers.GAT):
+    """Graph attention (`gnkit.nn.GAT`): nodes `[N, in_features] -> [N, num_heads * features]`
+    (or `[N, features]` with `combine_heads='mean'`).
+
+    `**options` are `gnkit.nn.GAT`'s other attributes (`num_heads`, `combine_heads`, ...).
+    """
+
+    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+        self._build(layers.GAT, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features),))
+
+
+class GATv2(_NodeLayer, linen=layers.GATv2):
+    """GATv2 (`gnkit.nn.GATv2`): nodes `[N, in_features] -> [N, num_heads * features]` (or
+    `[N, features]` with `combine_heads='mean'`).
+
+    `**options` are `gnkit.nn.GATv2`'s other attributes (`num_heads`, `share_weights`, ...).
+    """
+
+    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+        self._build(layers.GATv2, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features),))
+
+
+class GraphSAGE(_NodeLayer, linen=layers.GraphSAGE):
+    """GraphSAGE (`gnkit.nn.GraphSAGE`): nodes `[N, in_features] -> [N, features]`.
+
+    `**options` are `gnkit.nn.GraphSAGE`'s other attributes (`aggregator`, `project`, ...).
+    """
+
+    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+        self._build(layers.GraphSAGE, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features),))
+
+
+class GIN(_NodeLayer, linen=layers.GIN):
+    """Graph isomorphism layer (`gnkit.nn.GIN`): nodes `[N, in_features] -> [N, features[-1]]`.
+
+    `**options` are `gnkit.nn.GIN`'s other attributes (`epsilon`, `learn_epsilon`, ...).
+    """
+
+    def __init__(
+        self, in_features: int, features: Sequence[int], *, rngs: nnx.Rngs, **options
+    ):
+        self._build(layers.GIN, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features),))
