@@ -51,7 +51,7 @@ def test_chemprop_features_of_ethanol_set_the_hand_checked_slots():
     assert hot == [[5, 42, 49, 51, 59, 66], [5, 42, 49, 51, 58, 66], [7, 40, 49, 51, 57, 66]]
     np.testing.assert_allclose(graph.nodes[:, 71], [0.12011, 0.12011, 0.15999], rtol=1e-4)
     assert [np.flatnonzero(row).tolist() for row in graph.edges] == [[1, 7]] * 4
-    assert chem.feature_widths("chemprop") == (72, 14)
+    assert chem.features.feature_widths("chemprop") == (72, 14)
 
 
 def test_graph_layout_each_bond_two_directed_edges_reverse_is_xor_one():

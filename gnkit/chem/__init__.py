@@ -4,15 +4,15 @@ Needs the `chem` extra (`pip install "gnkit[chem]"`, which brings RDKit). Host N
 that read these graphs are `gnkit.dmpnn` (functional) and `gnkit.nn.DMPNN` (Flax).
 
 - `smiles_to_graph`, `molecule_graphs` (a data set, with progress and an optional cache),
-  `MoleculeGraphs`, `InvalidSmilesError`, the feature sets `"chemprop"` (chemprop v2's default
-  vectors) and `"ogb"` (OGB's integer features) in `gnkit.chem.features`;
+  `MoleculeGraphs`, `InvalidSmilesError`; the feature sets `"chemprop"` (chemprop v2's default
+  vectors) and `"ogb"` (OGB's integer features), and RDKit's 2-D descriptors, are in
+  `gnkit.chem.features`;
 - `random_split`, `scaffold_split` (chemprop v2's, index for index), `read_splits_file`,
   `write_splits_file` (chemprop's `--splits-file` JSON);
 - `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped).
 """
 
 from gnkit.chem.datasets import DATASETS, MoleculeDataset, load_dataset
-from gnkit.chem.features import FEATURE_SETS, feature_widths
 from gnkit.chem.graphs import (
     InvalidSmilesError,
     MoleculeGraphs,
@@ -30,11 +30,9 @@ from gnkit.chem.splits import (
 
 __all__ = [
     "DATASETS",
-    "FEATURE_SETS",
     "InvalidSmilesError",
     "MoleculeDataset",
     "MoleculeGraphs",
-    "feature_widths",
     "load_dataset",
     "molecule_graphs",
     "murcko_scaffold",
