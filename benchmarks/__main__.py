@@ -160,6 +160,7 @@ def rrn_memory(quick: bool) -> dict:
     """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps, with
     per-step remat, blocked (sqrt-T) remat and none. `logits_bytes` is the `[T, B, 81, 9]` output
     the per-step loss needs (a temporary of the gradient, counted in `temp_bytes`)."""
+    from gnkit.demos.sudoku.models import SudokuRRN
     from gnkit.tasks import sudoku
 
     batch, hidden, layers, cell = (1, 8, 1, "mlp") if quick else (8, 96, 3, "lstm")
@@ -170,7 +171,7 @@ def rrn_memory(quick: bool) -> dict:
     settings = ((True, 8), (True, 64), ("block", 8), ("block", 64))
     settings += () if quick else ((False, 8), (False, 64))
     for remat, steps in settings:
-        model = sudoku.SudokuRRN(
+        model = SudokuRRN(
             hidden_size=hidden,
             encoder_layers=layers,
             message_layers=layers + 1,

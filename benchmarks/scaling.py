@@ -52,6 +52,7 @@ import optax
 from gnkit import parallel
 from gnkit.batching import get_graph_padding_mask
 from gnkit.blocks import concatenated_args, graph_network
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.graph import GraphsTuple
 from gnkit.nn.mlp import MLP
 from gnkit.tasks import sudoku
@@ -132,7 +133,7 @@ def molecule_task(per_device: int, quick: bool):
 def sudoku_task(per_device: int, quick: bool):
     """`(params, loss_fn, weight_fn, batch_for(mode, mesh))` for the Sudoku RRN rows."""
     hidden, steps = (16, 2) if quick else (64, 8)
-    model = sudoku.SudokuRRN(hidden_size=hidden, embed_size=16)
+    model = SudokuRRN(hidden_size=hidden, embed_size=16)
     rng = np.random.default_rng(0)
     quizzes = rng.integers(0, 10, (8 * per_device, sudoku.NUM_CELLS)).astype(np.int32)
     solutions = rng.integers(1, 10, (8 * per_device, sudoku.NUM_CELLS)).astype(np.int32)

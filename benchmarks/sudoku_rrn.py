@@ -34,6 +34,7 @@ import jraph
 import numpy as np
 import optax
 
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.nn.mlp import MLP
 from gnkit.tasks import sudoku
 
@@ -117,8 +118,8 @@ def _train_step(model, num_steps):
 
 
 MODELS = {
-    "gnkit": lambda: sudoku.SudokuRRN(),
-    "gnkit bf16": lambda: sudoku.SudokuRRN(dtype=jnp.bfloat16),
+    "gnkit": lambda: SudokuRRN(),
+    "gnkit bf16": lambda: SudokuRRN(dtype=jnp.bfloat16),
     "jraph": lambda: JraphSudokuRRN(),
 }
 

@@ -3,23 +3,14 @@
 `ProgressBar` is a context manager around one `rich.progress.Progress` task: a bar, a count, the
 rate, elapsed and remaining time, and a free-text status (the latest metrics). `write` prints a
 line above the bar without breaking it. On a terminal the bar redraws in place; in a log file or
-CI it is printed once at the end. Host-only.
+CI it is printed once at the end. rich is imported when the first bar is made, so code that
+imports this module (`gnkit.train`) but draws no bar runs where rich is absent. Host-only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 T = TypeVar("T")
 
@@ -41,6 +32,16 @@ class ProgressBar:
         unit: str = "step",
         transient: bool = False,
     ):
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(bar_width=24),

@@ -380,9 +380,10 @@ def check_edge_sharded(results: dict) -> None:
 def check_sudoku(results: dict) -> None:
     """A tiny Sudoku RRN trains for two steps with pmap and with mesh (smoke test)."""
     from gnkit import parallel
+    from gnkit.demos.sudoku.models import SudokuRRN
     from gnkit.tasks import sudoku
 
-    model = sudoku.SudokuRRN(
+    model = SudokuRRN(
         hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1
     )
     quizzes = np.zeros((jax.device_count(), sudoku.NUM_CELLS), np.int32)

@@ -7,6 +7,7 @@ import optax
 import pytest
 
 from gnkit import parallel
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.graph import GraphsTuple
 from gnkit.nn import rrn
 from gnkit.nn.rrn import RecurrentRelationalNetwork
@@ -244,7 +245,7 @@ def test_default_block_size_is_a_divisor_near_the_square_root():
 
 
 def test_more_steps_at_evaluation_extend_the_same_trajectory():
-    model = sudoku.SudokuRRN(
+    model = SudokuRRN(
         hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1
     )
     quizzes = jnp.asarray(np.random.default_rng(0).integers(0, 10, (2, 81)), jnp.int32)
@@ -259,8 +260,8 @@ def test_more_steps_at_evaluation_extend_the_same_trajectory():
 def test_fixed_degree_layout_equals_scatter():
     quizzes = jnp.asarray(np.random.default_rng(1).integers(0, 10, (3, 81)), jnp.int32)
     kwargs = dict(hidden_size=8, embed_size=4, encoder_layers=1, message_layers=3, update_layers=1)
-    fixed = sudoku.SudokuRRN(fixed_degree=True, **kwargs)
-    scatter = sudoku.SudokuRRN(fixed_degree=False, **kwargs)
+    fixed = SudokuRRN(fixed_degree=True, **kwargs)
+    scatter = SudokuRRN(fixed_degree=False, **kwargs)
     params = fixed.init(jax.random.PRNGKey(0), quizzes, 1)
     np.testing.assert_allclose(
         fixed.apply(params, quizzes, 4), scatter.apply(params, quizzes, 4), rtol=1e-5, atol=1e-6
@@ -299,8 +300,8 @@ def _dot_input_dtypes(jaxpr) -> list[str]:
 def test_bf16_policy_keeps_parameters_state_and_outputs_f32():
     kwargs = dict(hidden_size=16, embed_size=4, encoder_layers=1, message_layers=3, update_layers=2)
     quizzes = jnp.asarray(np.random.default_rng(2).integers(0, 10, (3, 81)), jnp.int32)
-    f32 = sudoku.SudokuRRN(**kwargs)
-    bf16 = sudoku.SudokuRRN(dtype=jnp.bfloat16, **kwargs)
+    f32 = SudokuRRN(**kwargs)
+    bf16 = SudokuRRN(dtype=jnp.bfloat16, **kwargs)
     params = f32.init(jax.random.PRNGKey(0), quizzes, 1)
     bf16_params = bf16.init(jax.random.PRNGKey(0), quizzes, 1)
     assert jax.tree.structure(params) == jax.tree.structure(bf16_params)

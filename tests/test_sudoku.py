@@ -323,3 +323,15 @@ def test_no_17_given_validation_puzzle_is_a_symmetric_variant_of_a_pool_puzzle()
     moved = relabel[pool[7].reshape(9, 9)[rows][:, cols].T].reshape(81)
     assert _symmetry_fingerprints(moved[None]) == _symmetry_fingerprints(pool[7:8])
     assert _equivalent(moved, pool[7]) and not _equivalent(pool[8], pool[7])
+
+
+def test_the_task_module_loads_without_flax():
+    """The task holds generators, loaders and metrics; the model is the demo's
+    (`gnkit.demos.sudoku.models`), so importing the task loads no Flax at all."""
+    import subprocess
+    import sys
+
+    code = "import sys, gnkit.tasks.sudoku; print(sorted(m for m in sys.modules if 'flax' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    assert not hasattr(sudoku, "SudokuRRN")

@@ -474,3 +474,26 @@ def test_a_spent_budget_stops_the_run_and_names_itself_a_signal_names_the_signal
     running = recipe._stop_or_past(training.StopRequest(), time.time() + 600.0, 10.0)
     assert not running() and running.reason is None
     assert recipe._stop_or_past(request, None) is request
+
+
+def test_eval_reads_a_run_directory_written_before_the_model_left_the_task_module(tmp_path):
+    """`tests/data/sudoku_tiny_run` is a `train --config tiny` run directory (its config, best
+    checkpoint and final validation record) written when `SudokuRRN` lived in
+    `gnkit.tasks.sudoku`. Today's `eval` reads it and measures what that run's own validation
+    measured: the same 540 puzzles (30 per level) at 8 steps, cell accuracy per level."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "sudoku_tiny_run", run_dir)
+    (recorded,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().split()]
+    out = tmp_path / "eval.json"
+    argv = ["eval", "--checkpoint", str(run_dir), "--data", "rrn_valid_slice", "--steps", "8"]
+    assert demo.main(argv + ["--no-progress", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["model"]["updates"] == recorded["step"] == 20
+    assert result["cell_accuracy"] == pytest.approx(recorded["cell_accuracy"], abs=1e-6)
+    assert sorted(result["per_givens"]) == sorted(recorded["per_givens"])
+    for level, row in result["per_givens"].items():
+        then = recorded["per_givens"][level]
+        assert row["puzzles"] == 30 and row["puzzle_accuracy"] == then["puzzle"]
+        assert row["cell_accuracy"] == pytest.approx(then["cell"], abs=1e-6)

@@ -1,20 +1,15 @@
-"""Tests for benchmarks/sudoku_device.py, the accelerator-window script: end to end at tiny size
-on the CPU, and its planning and dependency checks."""
+"""Tests for benchmarks/sudoku_device.py, the Sudoku pieces of an accelerator window: its
+schedule planning, and the whole script at tiny size on the CPU with only the GPU image's
+packages importable."""
 
 import json
 
 import pytest
+from _gpu_image import distributions_of, image_closure, imported_outside_gnkit, run_as_image
 
 from benchmarks import sudoku_device
 from gnkit.demos import sudoku as demo
-
-
-def test_missing_demo_packages_without_wheels_stop_with_the_fetch_command(tmp_path, monkeypatch):
-    monkeypatch.setattr(sudoku_device, "DEMO_PACKAGES", {"no_such_module_xyz": "no_such_module"})
-    with pytest.raises(SystemExit, match="missing no_such_module_xyz .*pip download --no-deps"):
-        sudoku_device.ensure_demo_packages(tmp_path)
-    monkeypatch.setattr(sudoku_device, "DEMO_PACKAGES", {"json": "json"})
-    sudoku_device.ensure_demo_packages(tmp_path)  # present: nothing to do
+from gnkit.demos.sudoku.recipe import make_device_train_step
 
 
 def test_the_schedule_is_sized_from_the_probe():
@@ -30,28 +25,47 @@ def test_the_schedule_is_sized_from_the_probe():
     assert sudoku_device.planned_updates(gpu, rows[2:], 600.0) == gpu.updates  # nothing ran
 
 
+def test_training_resumes_from_the_run_directory_it_wrote(tmp_path):
+    config = sudoku_device.device_config("tiny", updates=3)
+    pool = demo.load_data("royle17_train_pool")
+    step = make_device_train_step(config, pool)  # tiny's learning rate is constant: reusable
+    first = sudoku_device.train_for(config, pool, tmp_path, seconds=600, step=step)
+    assert (first["updates"], first["puzzles_seen"]) == (3, 24)
+    longer = sudoku_device.device_config("tiny", updates=5)
+    more = sudoku_device.train_for(longer, pool, tmp_path, seconds=600, step=step)
+    assert more["updates"] == 5  # two more, from the checkpoint at 3
+    rows = map(json.loads, (tmp_path / "metrics.jsonl").read_text().splitlines())
+    steps = [row["step"] for row in rows if row["kind"] == "train"]
+    assert steps == [3, 5]
+    config, _, info = demo.load_model(tmp_path)
+    assert (config.updates, info["updates"]) == (5, 5)
+
+
 @pytest.mark.slow
-def test_tiny_run_end_to_end_on_the_cpu(tmp_path):
-    """The whole script at tiny size with the gpu config's bf16 and symmetries (~2 min here)."""
-    out = tmp_path / "out"
-    argv = ["--out", str(out), "--config", "tiny", "--set", "precision=bf16"]
-    argv += ["--set", "symmetries=true", "--probe-batches", "4,8", "--probe-s", "2"]
-    argv += ["--budget-min", "0.75", "--eval-per-level", "2", "--valid-per-level", "1"]
-    results = sudoku_device.main(argv + ["--eval-steps", "12"])
-    assert json.loads((out / "results.json").read_text()) == results
+def test_tiny_run_end_to_end_with_only_the_gpu_images_packages(tmp_path):
+    """The whole script at tiny size, tyro, rich and matplotlib blocked (~1 min here)."""
+    out, logs = tmp_path / "out", tmp_path / "logs"
+    logs.mkdir()
+    argv = ["-m", "benchmarks.sudoku_device", "--out", str(out), "--config", "tiny"]
+    argv += ["--probe-batches", "4,8", "--probe-s", "2", "--budget-min", "0.3"]
+    done = run_as_image(argv + ["--eval-per-level", "2", "--eval-steps", "12"], logs, 600, ())
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
     first, second = results["throughput"]
     assert (first["batch_size"], second["batch_size"]) == (4, 8) and first["puzzles_per_s"] > 0
     # The probe stops after twice --probe-s (compiling included): the second size ran or not.
     assert second.get("puzzles_per_s", 0) > 0 or "the probe's 4 s are spent" in second["skipped"]
     train = results["train"]
-    assert 1 <= train["updates"] < train["puzzles_seen"] and train["validation"] is not None
+    assert 1 <= train["updates"] < train["puzzles_seen"]
     config = json.loads((out / "model" / "config.json").read_text())
-    assert (config["precision"], config["data"], config["symmetries"]) == ("bf16", "device", True)
-    assert config["updates"] >= train["updates"]
+    assert (config["data"], config["updates"]) == ("device", train["schedule_updates"])
     validation = results["validation"]
     assert validation["puzzles"] == 36 and validation["steps"] == 12
     assert sorted(validation["per_givens"]) == [str(level) for level in range(17, 35)]
     assert len(validation["per_givens"]["17"]["puzzle_accuracy_per_step"]) == 12
-    assert (out / "run" / "checkpoints" / "best.msgpack").exists()
     model_config, _, info = demo.load_model(out / "model")
-    assert model_config.precision == "bf16" and info["updates"] == train["updates"]
+    assert model_config.data == "device" and info["updates"] == train["updates"]
+    (names,) = imported_outside_gnkit(logs).values()
+    owners = distributions_of(names)
+    outside = {name: dists for name, dists in owners.items() if not dists & image_closure(())}
+    assert not outside, f"imported from outside the GPU image: {outside}"

@@ -27,13 +27,13 @@ import re
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any, Literal
-
-import tyro.constructors
+from typing import TYPE_CHECKING, Any, Literal
 
 from gnkit.experiments.errors import UsageError
 
-_REGISTRY = tyro.constructors.ConstructorRegistry()
+if TYPE_CHECKING:
+    import tyro.constructors
+
 _ITEM_SEPARATORS = re.compile(r"[\s,()\[\]]+")
 
 
@@ -60,9 +60,19 @@ def type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+@functools.cache
+def _registry() -> tyro.constructors.ConstructorRegistry:
+    """tyro's rules, imported on first use: only parsing a value needs tyro."""
+    import tyro.constructors
+
+    return tyro.constructors.ConstructorRegistry()
+
+
 def _spec(annotation: Any) -> tyro.constructors.PrimitiveConstructorSpec:
+    import tyro.constructors
+
     info = tyro.constructors.PrimitiveTypeInfo.make(annotation, set())
-    spec = _REGISTRY.get_primitive_spec(info)
+    spec = _registry().get_primitive_spec(info)
     if isinstance(spec, tyro.constructors.UnsupportedTypeAnnotationError):
         detail = f": {spec}" if str(spec) else ""
         raise TypeError(f"config fields of type {type_name(annotation)} cannot be set{detail}")

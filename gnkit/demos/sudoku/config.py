@@ -11,6 +11,7 @@ import numpy as np
 import optax
 
 from gnkit import train as training
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.experiments import setting
 from gnkit.tasks import sudoku
 
@@ -59,8 +60,8 @@ class SudokuConfig:
         if self.symmetries and self.data != "device":
             raise ValueError("symmetries=True needs data=device")
 
-    def model(self) -> sudoku.SudokuRRN:
-        return sudoku.SudokuRRN(
+    def model(self) -> SudokuRRN:
+        return SudokuRRN(
             hidden_size=self.hidden_size,
             embed_size=self.embed_size,
             encoder_layers=self.encoder_layers,

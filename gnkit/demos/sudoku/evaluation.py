@@ -11,11 +11,12 @@ import numpy as np
 
 from gnkit import experiments
 from gnkit.demos.sudoku.config import SudokuConfig
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.progress import track
 from gnkit.tasks import sudoku
 
 
-def make_predict(model: sudoku.SudokuRRN, num_steps: int):
+def make_predict(model: SudokuRRN, num_steps: int):
     """Jitted `(params, quizzes [B, 81], solutions [B, 81]) -> (solved [T, B] bool, empty-cell
     accuracy [T, B])` at every step `T = num_steps`."""
 
@@ -28,7 +29,7 @@ def make_predict(model: sudoku.SudokuRRN, num_steps: int):
 
 
 def evaluate_puzzles(
-    model: sudoku.SudokuRRN,
+    model: SudokuRRN,
     params,
     quizzes: np.ndarray,
     solutions: np.ndarray,

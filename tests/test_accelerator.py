@@ -1,0 +1,146 @@
+"""Tests for benchmarks/accelerator.py, the plan for one accelerator window: every stage at tiny
+size on the CPU with only the GPU image's packages importable, and its pieces."""
+
+import json
+
+import pytest
+from _gpu_image import distributions_of, image_closure, imported_outside_gnkit, run_as_image
+
+from benchmarks import accelerator
+from gnkit.demos import sudoku as demo
+
+PLAN = ["-m", "benchmarks.accelerator", "--config", "tiny", "--budget-min", "0.4"]
+PLAN += ["--probe-s", "2", "--bench-quick", "--bench-only", "w1", "--bench-s", "240"]
+PLAN += ["--eval-per-level", "1", "--checkpoint-every-s", "5"]
+
+
+def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_path):
+    out, logs = tmp_path / "out", tmp_path / "logs"
+    logs.mkdir()
+    done = run_as_image(PLAN + ["--out", str(out)], logs, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["done"] == list(accelerator.STAGES)
+    assert results["device"]["platform"] == "cpu"
+    assert results["throughput"]["puzzles_per_s"] > 0
+    assert results["throughput"]["expected_puzzles_per_s"] is None  # no H200 here
+    assert "throughput:" in done.stdout and "puzzles/s" in done.stdout
+    bench = results["benchmarks"]
+    assert bench["status"] == "finished" and bench["workloads"] and not bench["errors"]
+    assert {row["peer"] for row in bench["summary"]} == {"jraph", "pyg eager"}
+    train = results["train"]
+    assert train["updates"] >= 1 and train["puzzles_seen"] == 8 * train["updates"]
+    assert (out / "run" / "checkpoints").is_dir() and (out / "run" / "metrics.jsonl").is_file()
+    config, _, info = demo.load_model(out / "model")
+    assert (config.hidden_size, config.data) == (16, "device")
+    assert info["updates"] == train["updates"]
+    validation = results["validation"]
+    assert validation["puzzles"] == 18 and validation["steps"] == 64
+    assert sorted(validation["per_givens"], key=int) == [str(g) for g in range(17, 35)]
+    assert len(validation["per_givens"]["17"]["puzzle_accuracy_per_step"]) == 64
+    page = (out / "results.md").read_text()
+    assert "| givens | puzzles | solved |" in page and "All stages done." in page
+
+    # Two interpreters, the plan and the benchmark suite; the plan's Sudoku path needs no
+    # jraph; every module from outside gnkit belongs to the image (or is jraph, carried).
+    imported = imported_outside_gnkit(logs)
+    assert len(imported) == 2, sorted(imported)
+    plan, suite = sorted(imported.values(), key=lambda names: "torch_geometric" in names)
+    assert "jraph" not in plan and {"jax", "flax", "optax", "numpy"} <= set(plan)
+    assert {"jraph", "torch", "torch_geometric"} <= set(suite)
+    allowed = image_closure()
+    for names in (plan, suite):
+        assert not {"tyro", "matplotlib"} & set(names)
+        owners = distributions_of(names)
+        outside = {name: dists for name, dists in owners.items() if not dists & allowed}
+        assert not outside, f"imported from outside the GPU image: {outside}"
+
+
+def test_the_blocker_refuses_the_demo_extras_and_packages_outside_the_image(tmp_path):
+    """The test above means something only if its blocker blocks: tyro, matplotlib, rich from
+    gnkit, and an installed package that the image lacks (pandas, which torch_geometric would
+    import if it could), while flax still gets rich."""
+    probe = (
+        "import importlib.util, flax.linen\n"
+        "for name in ('tyro', 'matplotlib', 'pandas'):\n"
+        "    try:\n"
+        "        __import__(name)\n"
+        "    except ImportError:\n"
+        "        print(name, 'blocked')\n"
+        "print('pandas spec', importlib.util.find_spec('pandas'))\n"
+        "from gnkit import progress\n"
+        "try:\n"
+        "    progress.ProgressBar(2)\n"
+        "except ImportError as error:\n"
+        "    print('rich:', error)\n"
+    )
+    done = run_as_image(["-c", probe], tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:4] == ["tyro blocked", "matplotlib blocked", "pandas blocked", "pandas spec None"]
+    assert lines[4] == "rich: rich.console is blocked here (imported by gnkit.progress)"
+
+
+def test_the_expected_rate_is_looked_up_by_preset_and_device_kind():
+    assert accelerator.expected_rate("gpu", "NVIDIA H200") == 7_500
+    assert accelerator.expected_rate("gpu", "NVIDIA A100-SXM4-80GB") is None
+    assert accelerator.expected_rate("tiny", "NVIDIA H200") is None
+
+
+def test_the_schedule_fills_the_training_time_at_the_measured_rate():
+    gpu = demo.CONFIGS["gpu"]
+    # 10,240 puzzles/s for 540 s at batch 1024: 5,400 updates.
+    assert accelerator._updates(gpu, 10_240.0, 540.0) == 5400
+    assert accelerator._updates(gpu, 1.0, 3.0) == 1  # at least one
+
+
+def test_results_page_of_a_plan_cut_after_the_throughput_stage():
+    results = {
+        "command": "python -m benchmarks.accelerator --out OUT --budget-min 11",
+        "config": "gpu",
+        "done": ["device", "throughput"],
+        "device": {
+            "device": "NVIDIA H200",
+            "platform": "gpu",
+            "device_count": 1,
+            "jax": "0.11.0",
+            "python": "3.12.3",
+        },
+        "throughput": {
+            "batch_size": 1024,
+            "compile_s": 31.5,
+            "steps": 40,
+            "puzzles_per_s": 6144.0,
+            "expected_puzzles_per_s": 7500,
+        },
+    }
+    page = accelerator.markdown(results)
+    assert "Device: NVIDIA H200 (gpu x 1), jax 0.11.0, Python 3.12.3." in page
+    assert "batch 1024: 6,144.0 puzzles/s, expected 7,500 (compile 31.5 s)." in page
+    assert page.rstrip().endswith("Stages left: benchmarks, train, validation.")
+    assert "Training" not in page and "| givens |" not in page
+
+
+def test_a_benchmark_run_past_its_limit_is_stopped_and_recorded(tmp_path):
+    record = accelerator.run_benchmarks(tmp_path, "w1", True, 0.5, tmp_path)
+    assert record["status"] == "stopped at the 0.5 s limit"
+    assert "summary" not in record  # it finished no workload
+
+
+def test_wheels_go_on_the_path_only_where_jraph_is_missing(tmp_path, monkeypatch):
+    (tmp_path / "jraph-0.0.6.dev0-py3-none-any.whl").write_bytes(b"")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere")
+    assert accelerator.bench_environment(tmp_path)["PYTHONPATH"] == "/somewhere"
+    monkeypatch.setattr(accelerator.importlib.util, "find_spec", lambda name: None)
+    path = accelerator.bench_environment(tmp_path)["PYTHONPATH"].split(":")
+    assert path == [str(tmp_path / "jraph-0.0.6.dev0-py3-none-any.whl"), "/somewhere"]
+
+
+@pytest.mark.parametrize("name", ["gpu", "tiny"])
+def test_device_configs_make_their_batches_on_the_device(name):
+    from benchmarks import sudoku_device
+
+    config = sudoku_device.device_config(name)
+    assert config.data == "device" and config.batch_size == demo.CONFIGS[name].batch_size
+    with pytest.raises(SystemExit, match="--config nope: not a preset"):
+        sudoku_device.device_config("nope")
