@@ -7,7 +7,8 @@ shared deduplicated subgraph; temporal with no sampled node or edge later than i
 induced k-hop subgraph of seeds. Each returns a `SampledSubgraph`: a `GraphsTuple` padded to a
 budget fixed by the fanouts and batch size (so a jitted step compiles once), seeds in its first
 rows, with every row's id in the source graph. `prefetch` / `prefetch_per_device` make batches
-ahead of the step on threads, one per device for data parallelism.
+ahead of the step on threads, one per device for data parallelism. `TypedNeighborSampler` samples
+a `TypedGraph` with fanouts per edge set, into a padded `TypedGraph`.
 """
 
 from gnkit.sampling.csr import CSRGraph
@@ -18,6 +19,7 @@ from gnkit.sampling.neighbor import NeighborSampler, tree_sizes
 from gnkit.sampling.one_hop import sample_one_hop
 from gnkit.sampling.prefetch import Prefetcher, prefetch, prefetch_per_device
 from gnkit.sampling.subgraph import SampledSubgraph
+from gnkit.sampling.typed import TypedNeighborSampler, TypedSample
 
 __all__ = [
     "CSRGraph",
@@ -26,6 +28,8 @@ __all__ = [
     "NeighborSampler",
     "Prefetcher",
     "SampledSubgraph",
+    "TypedNeighborSampler",
+    "TypedSample",
     "khop_subgraph",
     "pair_keys",
     "prefetch",

@@ -53,23 +53,57 @@ class CSRGraph:
         With `node_time` alone, edges take their sender's time; with `edge_time` alone, nodes
         have no time of their own (seed times must then be given to the sampler).
         """
-        senders = np.asarray(graph.senders, np.int64)
-        receivers = np.asarray(graph.receivers, np.int64)
         n_node = num_nodes(graph)
-        if senders.size and (senders.min() < 0 or max(senders.max(), receivers.max()) >= n_node):
-            raise ValueError(f"senders / receivers must lie in [0, {n_node}).")
+        return cls.from_edges(graph.senders, graph.receivers, n_node, n_node, node_time,
+                              edge_time, node_time)
+
+    @classmethod
+    def from_edges(
+        cls,
+        senders,
+        receivers,
+        num_receivers: int,
+        num_senders: int,
+        sender_time=None,
+        edge_time=None,
+        node_time=None,
+    ) -> CSRGraph:
+        """The store of edges from one node set (`num_senders` rows) to another (`num_receivers`).
+
+        Args:
+          senders: int `[E]` rows of the sender set.
+          receivers: int `[E]` rows of the receiver set.
+          num_receivers: rows of the receiver set (the store's rows).
+          num_senders: rows of the sender set.
+          sender_time: `[num_senders]` sender times, or None.
+          edge_time: `[E]` edge times, or None.
+          node_time: `[num_receivers]` receiver times kept as the default seed times, or None.
+
+        Returns:
+          The `CSRGraph`.
+        """
+        senders = np.asarray(senders, np.int64)
+        receivers = np.asarray(receivers, np.int64)
+        if senders.shape != receivers.shape or senders.ndim != 1:
+            raise ValueError(f"senders and receivers must be equal 1-D arrays; got "
+                             f"{senders.shape} and {receivers.shape}.")
+        if senders.size and (min(senders.min(), receivers.min()) < 0 or senders.max() >= num_senders
+                             or receivers.max() >= num_receivers):
+            raise ValueError(f"senders must lie in [0, {num_senders}) and receivers in "
+                             f"[0, {num_receivers}).")
         usable = None
-        if node_time is not None:
-            node_time = _as_times(node_time, n_node, "node_time")
-            usable = node_time[senders]
+        if sender_time is not None:
+            usable = _as_times(sender_time, num_senders, "node_time")[senders]
         if edge_time is not None:
             edge_time = _as_times(edge_time, senders.shape[0], "edge_time")
             usable = edge_time if usable is None else np.maximum(usable, edge_time)
+        if node_time is not None:
+            node_time = _as_times(node_time, num_receivers, "node_time")
         # Primary key the receiver (the row), then the usable time (or the sender, for a stable
         # order without time), then the edge id.
         secondary = senders if usable is None else usable
         order = np.lexsort((np.arange(senders.shape[0]), secondary, receivers))
-        counts = np.bincount(receivers, minlength=n_node)
+        counts = np.bincount(receivers, minlength=num_receivers)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return cls(
             indptr=indptr,
