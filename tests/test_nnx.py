@@ -59,6 +59,8 @@ def _lcm(in_features):
     return gx.LCMAggregation(in_features, 4, 3, rngs=nnx.Rngs(5))
 
 
+SLOW = {"EncodeProcessDecode", "GraphNetwork_lcm", "RecurrentRelationalNetwork_gru",
+        "KGEmbedding_encoder"}
 CASES = {
     "MLP": Case(linen.MLP((5, 4), layer_norm=True), (GRAPH.nodes,),
                 lambda rngs: gx.MLP(3, (5, 4), layer_norm=True, rngs=rngs)),
@@ -186,7 +188,9 @@ def _assert_trees_close(actual, expected, tol=1e-5):
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name for name in CASES]
+)
 def test_twin_gives_the_linen_outputs_and_gradients_and_weights_back(name):
     case = CASES[name]
     variables = _random_variables(case)
