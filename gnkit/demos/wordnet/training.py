@@ -92,8 +92,10 @@ def train_full_batch(config, data, graph: GraphsTuple, name: str, should_stop=la
     optimizer = optax.adam(config.learning_rate)
     opt_state = optimizer.init(params)
 
+    # Labels and mask are arguments, not constants: XLA would try to fold the loss's gradient
+    # scatter over a constant [N] index at compile time.
     @jax.jit
-    def step(params, opt_state, graph):
+    def step(params, opt_state, graph, labels, mask):
         def loss_fn(params):
             return _masked_cross_entropy(model.apply(params, graph), labels, mask)
 
@@ -101,12 +103,12 @@ def train_full_batch(config, data, graph: GraphsTuple, name: str, should_stop=la
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    memory = step_memory_mb(step, params, opt_state, graph)
-    params, opt_state, loss = step(params, opt_state, graph)  # compiles
+    memory = step_memory_mb(step, params, opt_state, graph, labels, mask)
+    params, opt_state, loss = step(params, opt_state, graph, labels, mask)  # compiles
     loss.block_until_ready()
     start = time.perf_counter()
     for _ in range(config.full_batch_updates - 1):
-        params, opt_state, loss = step(params, opt_state, graph)
+        params, opt_state, loss = step(params, opt_state, graph, labels, mask)
         if should_stop():
             break
     loss.block_until_ready()
