@@ -144,3 +144,26 @@ def test_device_configs_make_their_batches_on_the_device(name):
     assert config.data == "device" and config.batch_size == demo.CONFIGS[name].batch_size
     with pytest.raises(SystemExit, match="--config nope: not a preset"):
         sudoku_device.device_config("nope")
+
+
+def test_a_step_that_fails_to_run_is_timed_again_with_block_remat(monkeypatch):
+    """Out of memory at the `gpu` config's batch: the plan keeps the recipe and remats."""
+    built = []
+    real_make, real_time = accelerator.make_device_train_step, accelerator.sd.time_steps
+
+    def make_step(config, pool):
+        built.append(config.remat)
+        return real_make(config, pool)
+
+    def time_steps(step, state, batch_size, seconds):
+        if not built[-1]:
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 80.1GiB\nat ...")
+        return real_time(step, state, batch_size, seconds)
+
+    monkeypatch.setattr(accelerator, "make_device_train_step", make_step)
+    monkeypatch.setattr(accelerator.sd, "time_steps", time_steps)
+    tiny = accelerator.sd.device_config("tiny")
+    config, _, timing = accelerator.measure_throughput(tiny, demo.load_data("rrn_valid_slice"), 0.1)
+    assert built == [False, "block"] and config.remat == "block"
+    assert timing["first_error"].endswith("Out of memory allocating 80.1GiB")
+    assert timing["steps"] >= 2 and timing["puzzles_per_s"] > 0

@@ -485,7 +485,7 @@ def test_eval_reads_a_run_directory_written_before_the_model_left_the_task_modul
 
     run_dir = tmp_path / "run"
     shutil.copytree(ROOT / "tests" / "data" / "sudoku_tiny_run", run_dir)
-    (recorded,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().split()]
+    (recorded,) = map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
     out = tmp_path / "eval.json"
     argv = ["eval", "--checkpoint", str(run_dir), "--data", "rrn_valid_slice", "--steps", "8"]
     assert demo.main(argv + ["--no-progress", "--json", str(out)]) == 0
