@@ -17,9 +17,8 @@ from _run_records import recorded
 
 from gnkit import train as training
 from gnkit.batching import batch_np, pad_with_graphs
-from gnkit.demos import _classification as labelling
-from gnkit.demos import _graph_nets as common
-from gnkit.demos import physics, shortest_path, sort
+from gnkit.demos.graph_nets import harness as common
+from gnkit.demos.graph_nets import labelling, physics, shortest_path, sort
 from gnkit.experiments import RunDir
 from gnkit.parallel import data_parallel
 from gnkit.tasks import mass_spring, sorting
@@ -163,7 +162,7 @@ def test_sort_trains_with_pmap_and_mesh_like_one_device(tmp_path):
     `quick_compile`.)"""
     script = (
         "import sys\n"
-        "from gnkit.demos import sort\n"
+        "from gnkit.demos.graph_nets import sort\n"
         "for mode in ('single', 'pmap', 'mesh'):\n"
         "    code = sort.main(['train', '--config', 'tiny', '--set', 'updates=4', '--set',\n"
         "        'quick_compile=False', '--run-dir', f'{sys.argv[1]}/{mode}', '--parallel', mode,\n"

@@ -108,7 +108,7 @@ def test_fit_stops_the_page_faults_of_buffers_under_64_mb():
 
 def test_demo_entry_point_applies_the_training_allocator(monkeypatch):
     from gnkit import experiments
-    from gnkit.demos import sort
+    from gnkit.demos.graph_nets import sort
 
     calls = []
     monkeypatch.setattr(tuning, "use_fast_allocator", lambda **kw: calls.append(kw) or True)

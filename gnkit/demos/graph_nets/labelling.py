@@ -1,6 +1,6 @@
 """The two labelling demos (sort, shortest path): node and edge classes, loss on every step.
 
-Host driver around `gnkit.demos._graph_nets`; the model, loss and train step are jitted.
+Host driver around `gnkit.demos.graph_nets.harness`; the model, loss and train step are jitted.
 """
 
 from __future__ import annotations
@@ -14,21 +14,19 @@ import optax
 
 from gnkit import experiments
 from gnkit.batching import batch_np, get_edge_padding_mask, get_node_padding_mask
-from gnkit.demos._graph_nets import (
-    DemoConfig,
+from gnkit.demos.graph_nets.config import DemoConfig
+from gnkit.demos.graph_nets.harness import (
     Generate,
-    Stopwatch,
     bucket_policy,
     demo,
     load_report_checkpoint,
     make_model,
     make_predict,
     masked_mean,
-    plot_training,
     predict_graphs,
-    print_summary,
     run_training,
 )
+from gnkit.demos.graph_nets.report import Stopwatch, plot_training, print_summary
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 

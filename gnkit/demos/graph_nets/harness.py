@@ -1,4 +1,4 @@
-"""What graph_nets' three demos share: config, padded batches, training, evaluation, verbs.
+"""What graph_nets' three demos share: model, padded batches, training, evaluation, verbs.
 
 graph_nets' demo settings: an `EncodeProcessDecode` with latent size 16 and 2-layer MLPs with
 LayerNorm, Adam at 1e-3, a loss on the output of every processing step. A config can also clip
@@ -19,12 +19,10 @@ train step are jitted.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,81 +32,12 @@ import optax
 from gnkit import experiments
 from gnkit import train as training
 from gnkit.batching import BucketPolicy, batch_np, pad_with_graphs
-from gnkit.experiments import setting
+from gnkit.demos.graph_nets.config import DemoConfig
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 from gnkit.parallel import Strategy, data_parallel, device_batches
 
 Generate = Callable[[np.random.Generator, int, int, int], tuple[list, list]]
-
-
-@dataclasses.dataclass(frozen=True)
-class DemoConfig:
-    """Model, data and optimiser settings of one demo run.
-
-    `updates` optimiser steps on batches of `batch_size` graphs of `train_sizes` (min, max) nodes,
-    list elements or masses; `steps` message-passing (processing) steps in training,
-    `eval_steps` in evaluation. `test_sizes` are the size ranges reported at the end,
-    `eval_graphs` graphs each; every `eval_every_updates` updates the model is evaluated on
-    `monitor_graphs` graphs of training size (the best is kept for the reports).
-    The optimiser is Adam at `learning_rate`, decayed to zero by `updates` when
-    `learning_rate_schedule` is 'cosine', after clipping the gradient's global norm to
-    `clip_gradient_norm` (None: no clipping). Training batches are padded up a `BucketPolicy`
-    ladder of ratio `bucket_growth` (larger: fewer shapes to compile, more padding).
-    `quick_compile` turns XLA's backend optimisation off: about half the compile time and slower
-    steps, the better trade for runs of a few updates (tests, quick notebooks); `pmap` takes no
-    compiler options, so it needs `quick_compile=False`.
-    """
-
-    updates: int = setting(5000, minimum=1, help="optimiser steps")
-    batch_size: int = setting(32, minimum=1)
-    latent_size: int = setting(16, minimum=1)
-    num_layers: int = setting(2, minimum=1)
-    layer_norm: bool = True
-    learning_rate: float = setting(1e-3, minimum=0)
-    learning_rate_schedule: Literal["constant", "cosine"] = "constant"
-    clip_gradient_norm: float | None = None
-    steps: int = setting(10, minimum=1, help="message-passing steps in training")
-    eval_steps: int = setting(10, minimum=1, help="message-passing steps in evaluation")
-    train_sizes: tuple[int, int] = setting((8, 16), minimum=1)
-    test_sizes: tuple[tuple[int, int], ...] = setting(((8, 16), (16, 32)), minimum=1)
-    eval_graphs: int = setting(1000, minimum=1)
-    eval_batch_size: int = setting(100, minimum=1)
-    monitor_graphs: int = setting(200, minimum=1)
-    eval_every_updates: int = setting(500, minimum=1)
-    factorised: bool = True
-    bucket_growth: float = setting(1.2, minimum=1)
-    quick_compile: bool = False
-    seed: int = 0
-
-    def validate(self) -> None:
-        """Size ranges are (min, max) with min <= max; a clipping norm is positive."""
-        for low, high in (self.train_sizes, *self.test_sizes):
-            if low > high:
-                raise ValueError(f"size range ({low}, {high}): expected min <= max")
-        if self.clip_gradient_norm is not None and self.clip_gradient_norm <= 0:
-            raise ValueError("clip_gradient_norm must be > 0 (or None)")
-
-
-def tiny_config(size: int, **overrides) -> DemoConfig:
-    """A config for tests and smoke runs: 40 updates on graphs of `size` (training and the one
-    test range), latent 8, 2 processing steps, a fast compile; `overrides` replace any field.
-    Monitoring and test batches share one padded shape, so prediction compiles once."""
-    settings = dict(
-        updates=40,
-        batch_size=8,
-        latent_size=8,
-        steps=2,
-        eval_steps=2,
-        train_sizes=(size, size),
-        test_sizes=((size, size),),
-        eval_graphs=16,
-        eval_batch_size=8,
-        monitor_graphs=8,
-        eval_every_updates=20,
-        quick_compile=True,
-    )
-    return DemoConfig(**{**settings, **overrides})
 
 
 def make_optimizer(config: DemoConfig) -> optax.GradientTransformation:
@@ -373,45 +302,6 @@ def monitored_at(metrics_path: Path, step: int) -> dict[str, Any] | None:
         if row["kind"] == "eval" and row["step"] == step:
             return {key: value for key, value in row.items() if key not in _BOOKKEEPING}
     return None
-
-
-class Stopwatch:
-    """Wall and process CPU seconds since construction."""
-
-    def __init__(self):
-        self.wall, self.cpu = time.time(), time.process_time()
-
-    def read(self) -> dict[str, float]:
-        return {
-            "wall_seconds": round(time.time() - self.wall, 1),
-            "cpu_seconds": round(time.process_time() - self.cpu, 1),
-        }
-
-
-def plot_training(metrics_path: Path, path: Path | None, score_key: str, score_label: str) -> None:
-    """Training loss and the monitored score against the update, saved to `path` (nothing when
-    `path` is None or there are no metrics)."""
-    if path is None or not metrics_path.exists():
-        return
-    rows = training.read_metrics(metrics_path)
-    train_rows = [row for row in rows if row["kind"] == "train"]
-    eval_rows = [row for row in rows if row["kind"] == "eval" and score_key in row]
-    plt = experiments.pyplot()
-    figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
-    loss_axis.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows])
-    loss_axis.set(xlabel="update", ylabel="training loss", yscale="log")
-    score_axis.plot([r["step"] for r in eval_rows], [r[score_key] for r in eval_rows], marker=".")
-    score_axis.set(xlabel="update", ylabel=score_label)
-    for axis in (loss_axis, score_axis):
-        axis.grid(alpha=0.3)
-    experiments.save_figure(figure, path)
-
-
-def print_summary(results: Mapping[str, Any]) -> None:
-    """One line per test set: its metrics to 4 digits."""
-    for name, metrics in results["test"].items():
-        values = " ".join(f"{key}={value:.4g}" for key, value in metrics.items())
-        print(f"test {name}: {values}", flush=True)
 
 
 def demo(name: str, description: str, presets: Mapping[str, DemoConfig], train, evaluate):
