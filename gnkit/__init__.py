@@ -7,7 +7,7 @@ modules, `gnkit.nn`, load on first use, so `import gnkit` alone does not import 
 
 import importlib
 
-from gnkit import aggregators, parallel
+from gnkit import aggregators, parallel, typed_graph
 from gnkit.attention import (
     gat,
     graph_attention,
@@ -138,6 +138,7 @@ from gnkit.segment import (
     segment_sum,
     segment_variance,
 )
+from gnkit.typed_graph import TypedGraph
 from gnkit.validation import (
     check_graph,
     checked,
@@ -171,6 +172,7 @@ __all__ = [
     "GraphNetGAT",
     "GraphNetwork",
     "GraphsTuple",
+    "TypedGraph",
     "InteractionNetwork",
     "InteractionUpdateEdgeFn",
     "InteractionUpdateNodeFn",
@@ -266,6 +268,7 @@ __all__ = [
     "nn",
     "nnx",
     "parallel",
+    "typed_graph",
 ]
 
 

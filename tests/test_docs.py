@@ -34,6 +34,11 @@ DOCTEST_MODULES = [
     "gnkit.convolutions",
     "gnkit.attention",
     "gnkit.models",
+    "gnkit.typed_graph.types",
+    "gnkit.typed_graph.batching",
+    "gnkit.typed_graph.padding",
+    "gnkit.typed_graph.budgets",
+    "gnkit.typed_graph.validation",
 ]
 
 # Namespaces whose `__all__` must be documented, each name under `namespace.name`.
@@ -43,7 +48,7 @@ DOCUMENTED_NAMESPACES = [
     "gnkit.parallel",
     "gnkit.aggregators",
     "gnkit.experiments",
-    "gnkit.sampling",
+    "gnkit.typed_graph",
     "gnkit.chem",
 ]
 # Modules without `__all__`: every public function and class defined in them is documented.
@@ -67,7 +72,6 @@ DOCUMENTED_MODULES = [
     "gnkit.kg.training",
     "gnkit.kg.evaluation",
     "gnkit.kg.triples",
-    "gnkit.tasks.wordnet",
     "gnkit.tuning",
     "gnkit.dmpnn",
     "gnkit.chem.features",
@@ -139,7 +143,8 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
     for page in ["api/index", "migrating_from_jraph", "migrating_from_pyg", "results/sudoku",
                  "results/sort_of_clevr", "guides/graphs_and_padding",
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
-                 "guides/demos", "guides/performance", "guides/sampling"]:
+                 "guides/typed_graphs",
+                 "guides/demos", "guides/performance"]:
         assert (built_docs / f"{page}.html").is_file(), page
 
 
@@ -215,16 +220,15 @@ def test_pyg_migration_page_names_exist_in_gnkit():
         assert hasattr(importlib.import_module(f"gnkit.{module}"), name), f"gnkit.{module}.{name}"
 
 
-@pytest.mark.parametrize(
-    "page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md", "guides/sampling.md"]
-)
+@pytest.mark.parametrize("page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md"])
 def test_guide_code_runs(page):
     run_page(page)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "page", ["guides/training.md", "guides/rrn_sudoku.md", "guides/scale_out.md"]
+    "page", ["guides/training.md", "guides/rrn_sudoku.md", "guides/scale_out.md",
+             "guides/typed_graphs.md"]
 )
 def test_longer_guide_code_runs(page):
     run_page(page)

@@ -14,14 +14,15 @@ from gnkit.typed_graph.types import EdgeSetKey, TypedGraph, edge_keys_by
 @dataclasses.dataclass(frozen=True)
 class Budget:
     """Padded sizes of a typed batch: `n_graph` graphs, `n_node[set]` nodes per node set and
-    `n_edge[key]` edges per edge set (keys are `EdgeSetKey`s, or names where unique)."""
+    `n_edge[key]` edges per edge set, keyed by `EdgeSetKey` (or by name where names are
+    unique)."""
 
     n_graph: int
     n_node: Mapping[str, int]
     n_edge: Mapping[EdgeSetKey | str, int]
 
     def resolved(self, graph: TypedGraph) -> Budget:
-        """This budget with edge keys as the graph's `EdgeSetKey`s; `ValueError` when it misses
+        """This budget keyed by the graph's own edge set keys; `ValueError` when it misses
         or adds a set."""
         n_edge = edge_keys_by(self.n_edge, graph.edges, "Budget.n_edge")
         for what, given, present in (
