@@ -210,35 +210,43 @@ def main(argv=None) -> dict:
                 for side, config in recipes.items():
                     row[side].append(run_gnkit(config, dataset, graphs, split, seed))
                     print(f"{name} {kind} seed {seed}: {side} RMSE {row[side][-1]['rmse']:.3f}")
-                if args.no_chemprop:
-                    continue
-                if best_threads is None:
-                    probes = {
-                        count: statistics.median(
-                            run_chemprop(
-                                csv_path, split, seed, args.probe_epochs, count, work / "probe"
-                            )["epoch_seconds"][1:]
-                        )
-                        for count in threads
-                    }
-                    best_threads = min(probes, key=probes.get)
-                    results["chemprop_thread_probe_seconds_per_epoch"] = probes
-                    print(f"chemprop seconds per epoch by torch threads: {probes}")
-                run = run_chemprop(
-                    csv_path, split, seed, args.epochs, best_threads, work / f"{name}_{kind}_{seed}"
-                )
-                row["chemprop"].append(run)
-                print(f"{name} {kind} seed {seed}: chemprop RMSE {run['rmse']:.3f}")
-            summary = {side: _summary(runs) for side, runs in row.items() if runs}
-            if "chemprop" in summary:
-                summary["speedup"] = (
-                    summary["chemprop"]["seconds_per_epoch"] / summary["gnkit"]["seconds_per_epoch"]
-                )
-            results["rows"][f"{name}_{kind}"] = summary
+                if not args.no_chemprop:
+                    if best_threads is None:
+                        probes = {
+                            count: statistics.median(
+                                run_chemprop(
+                                    csv_path, split, seed, args.probe_epochs, count, work / "probe"
+                                )["epoch_seconds"][1:]
+                            )
+                            for count in threads
+                        }
+                        best_threads = min(probes, key=probes.get)
+                        results["chemprop_thread_probe_seconds_per_epoch"] = probes
+                        print(f"chemprop seconds per epoch by torch threads: {probes}")
+                    run = run_chemprop(
+                        csv_path,
+                        split,
+                        seed,
+                        args.epochs,
+                        best_threads,
+                        work / f"{name}_{kind}_{seed}",
+                    )
+                    row["chemprop"].append(run)
+                    print(f"{name} {kind} seed {seed}: chemprop RMSE {run['rmse']:.3f}")
+                results["rows"][f"{name}_{kind}"] = summary = _row_summary(row)
+                if args.json:  # after every seed, so a long run that is cut short keeps its rows
+                    Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
             print(format_row(name, kind, summary))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     return results
+
+
+def _row_summary(row: dict) -> dict:
+    summary = {side: _summary(runs) for side, runs in row.items() if runs}
+    if "chemprop" in summary:
+        summary["speedup"] = (
+            summary["chemprop"]["seconds_per_epoch"] / summary["gnkit"]["seconds_per_epoch"]
+        )
+    return summary
 
 
 def format_row(name: str, kind: str, summary: dict) -> str:
