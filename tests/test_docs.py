@@ -48,6 +48,7 @@ DOCUMENTED_NAMESPACES = [
     "gnkit.parallel",
     "gnkit.aggregators",
     "gnkit.experiments",
+    "gnkit.sampling",
     "gnkit.typed_graph",
     "gnkit.chem",
 ]
@@ -72,6 +73,7 @@ DOCUMENTED_MODULES = [
     "gnkit.kg.training",
     "gnkit.kg.evaluation",
     "gnkit.kg.triples",
+    "gnkit.tasks.wordnet",
     "gnkit.tuning",
     "gnkit.dmpnn",
     "gnkit.chem.features",
@@ -144,7 +146,7 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
                  "results/sort_of_clevr", "guides/graphs_and_padding",
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
                  "guides/typed_graphs",
-                 "guides/demos", "guides/performance"]:
+                 "guides/demos", "guides/performance", "guides/sampling"]:
         assert (built_docs / f"{page}.html").is_file(), page
 
 
@@ -220,7 +222,9 @@ def test_pyg_migration_page_names_exist_in_gnkit():
         assert hasattr(importlib.import_module(f"gnkit.{module}"), name), f"gnkit.{module}.{name}"
 
 
-@pytest.mark.parametrize("page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md"])
+@pytest.mark.parametrize(
+    "page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md", "guides/sampling.md"]
+)
 def test_guide_code_runs(page):
     run_page(page)
 
