@@ -19,6 +19,7 @@ from gnkit import train as training
 from gnkit.batching import batch_np, pad_with_graphs
 from gnkit.demos.graph_nets import harness as common
 from gnkit.demos.graph_nets import labelling, physics, shortest_path, sort
+from gnkit.demos.graph_nets import report as common_report
 from gnkit.experiments import RunDir
 from gnkit.parallel import data_parallel
 from gnkit.tasks import mass_spring, sorting
@@ -174,7 +175,7 @@ def test_sort_trains_with_pmap_and_mesh_like_one_device(tmp_path):
     model, example = labelling.classification_model(config), sort.TASK.example()
     params = {
         mode: jax.tree.leaves(
-            common.load_report_checkpoint(model, example, config, tmp_path / mode)[0]
+            common_report.load_report_checkpoint(model, example, config, tmp_path / mode)[0]
         )
         for mode in ("single", "pmap", "mesh")
     }

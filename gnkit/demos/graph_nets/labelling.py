@@ -19,14 +19,18 @@ from gnkit.demos.graph_nets.harness import (
     Generate,
     bucket_policy,
     demo,
-    load_report_checkpoint,
     make_model,
     make_predict,
     masked_mean,
     predict_graphs,
     run_training,
 )
-from gnkit.demos.graph_nets.report import Stopwatch, plot_training, print_summary
+from gnkit.demos.graph_nets.report import (
+    Stopwatch,
+    load_report_checkpoint,
+    plot_training,
+    print_summary,
+)
 from gnkit.graph import GraphsTuple
 from gnkit.nn.encode_process_decode import EncodeProcessDecode
 

@@ -192,7 +192,8 @@ def train_verb(
     common.run_training(
         config, model, _example(), velocity_loss, _generate, policy, monitor_eval, run_dir, options
     )
-    params, checkpoint = common.load_report_checkpoint(model, _example(), config, run_dir.path)
+    loaded = common_report.load_report_checkpoint(model, _example(), config, run_dir.path)
+    params, checkpoint = loaded
     extra = {"train_time": watch.read(), "checkpoint": checkpoint}
     return report(config, params, run_dir, options, extra)
 
@@ -201,7 +202,7 @@ def evaluate_verb(
     config: common_config.DemoConfig, run_dir: experiments.RunDir, options: experiments.Options
 ) -> dict:
     """The `eval` verb: roll out with the best-validation checkpoint of an earlier run."""
-    params, checkpoint = common.load_report_checkpoint(
+    params, checkpoint = common_report.load_report_checkpoint(
         model_for(config), _example(), config, run_dir.path
     )
     return report(config, params, run_dir, options, {"checkpoint": checkpoint})

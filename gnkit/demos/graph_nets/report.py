@@ -1,5 +1,5 @@
-"""What the graph_nets demos' reports share: a stopwatch, the training curve, the summary lines.
-Host."""
+"""What the graph_nets demos' reports share: the checkpoint they report on, a stopwatch, the
+training curve, the summary lines. Host."""
 
 from __future__ import annotations
 
@@ -8,8 +8,63 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
+
 from gnkit import experiments
 from gnkit import train as training
+from gnkit.demos.graph_nets.config import DemoConfig
+from gnkit.demos.graph_nets.harness import make_optimizer
+from gnkit.graph import GraphsTuple
+from gnkit.nn.encode_process_decode import EncodeProcessDecode
+
+_BOOKKEEPING = (
+    "kind",
+    "step",
+    "examples",
+    "cpu_minutes",
+    "wall_minutes",
+    "eval_cpu_minutes",
+    "score",
+)
+
+
+def load_report_checkpoint(
+    model: EncodeProcessDecode, example: GraphsTuple, config: DemoConfig, run_dir: Path
+) -> tuple[Any, dict[str, Any]]:
+    """`(params, info)` of the checkpoint the reports use: `run_dir/checkpoints/best.msgpack`
+    (best monitored score), else the latest one. `info` names the file and gives its step, its
+    score and the monitored metrics logged at that step (`validation`). `UsageError` naming the
+    file if there is none or it does not fit `config`. Host."""
+    directory = Path(run_dir) / "checkpoints"
+    path = directory / training.BEST_CHECKPOINT
+    if not path.exists():
+        path = training.latest_checkpoint(directory)
+    if path is None:
+        raise experiments.UsageError(f"--run-dir {run_dir}: no checkpoint; run `train` first")
+    params = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(config.seed), example, 1))
+    opt_state = jax.eval_shape(make_optimizer(config).init, params)
+    template = training.TrainingState(params=params, opt_state=opt_state)
+    with experiments.reading_file(path, "a checkpoint of this run's config"):
+        state = training.load_checkpoint(path, template)
+    step = int(state.step)
+    info = {
+        "file": path.name,
+        "step": step,
+        "score": float(state.best_score) if np.isfinite(state.best_score) else None,
+        "validation": monitored_at(Path(run_dir) / "metrics.jsonl", step),
+    }
+    return state.params, info
+
+
+def monitored_at(metrics_path: Path, step: int) -> dict[str, Any] | None:
+    """The monitored metrics of the evaluation logged at `step` (None if there is none)."""
+    if not metrics_path.exists():
+        return None
+    for row in training.read_metrics(metrics_path):
+        if row["kind"] == "eval" and row["step"] == step:
+            return {key: value for key, value in row.items() if key not in _BOOKKEEPING}
+    return None
 
 
 class Stopwatch:
