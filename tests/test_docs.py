@@ -34,6 +34,11 @@ DOCTEST_MODULES = [
     "gnkit.convolutions",
     "gnkit.attention",
     "gnkit.models",
+    "gnkit.typed_graph.types",
+    "gnkit.typed_graph.batching",
+    "gnkit.typed_graph.padding",
+    "gnkit.typed_graph.budgets",
+    "gnkit.typed_graph.validation",
 ]
 
 # Namespaces whose `__all__` must be documented, each name under `namespace.name`.
@@ -45,6 +50,7 @@ DOCUMENTED_NAMESPACES = [
     "gnkit.aggregators",
     "gnkit.experiments",
     "gnkit.sampling",
+    "gnkit.typed_graph",
     "gnkit.chem",
 ]
 # Modules without `__all__`: every public function and class defined in them is documented.
@@ -140,6 +146,7 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
     for page in ["api/index", "migrating_from_jraph", "migrating_from_pyg", "results/sudoku",
                  "results/sort_of_clevr", "guides/graphs_and_padding",
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
+                 "guides/typed_graphs",
                  "guides/demos", "guides/performance", "guides/sampling"]:
         assert (built_docs / f"{page}.html").is_file(), page
 
@@ -226,7 +233,8 @@ def test_guide_code_runs(page):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "page", ["guides/training.md", "guides/rrn_sudoku.md", "guides/scale_out.md"]
+    "page", ["guides/training.md", "guides/rrn_sudoku.md", "guides/scale_out.md",
+             "guides/typed_graphs.md"]
 )
 def test_longer_guide_code_runs(page):
     run_page(page)
