@@ -1,6 +1,7 @@
 """The relational models as peer workloads: a relation network on CLEVR-sized scenes (W4) and
 the Sudoku recurrent relational network (W5), each written with gnkit, with jraph and with PyG
-on the same weights, for the suite in `benchmarks/workloads.py`.
+on the same weights, for the suite in `benchmarks/workloads.py` (which imports this module;
+both build on `benchmarks/contenders.py`).
 
 - W4: the CLEVR demo's relation network without its question encoder, as
   `benchmarks/relation_network.py` builds it (scenes of 3-10 objects with 18 features, a
@@ -11,7 +12,7 @@ on the same weights, for the suite in `benchmarks/workloads.py`.
   concatenated `[sender, receiver, question]` rows of the pair list, summed per scene with
   `torch_geometric.utils.scatter`.
 - W5: the paper's Sudoku RRN (hidden 96, 3-layer MLPs, LSTM), batch 16, 16 steps, the loss on
-  every step. gnkit: `tasks.sudoku.SudokuRRN` (factorised first message layer, last message
+  every step. gnkit: `demos.sudoku.models.SudokuRRN` (factorised first message layer, last message
   layer after the sum); jraph: `jraph.GraphNetwork` in `nn.scan` (`benchmarks/sudoku_rrn.py`);
   PyG: a `MessagePassing` layer with the message MLP on `[x_j, x_i]`, `aggr="add"`, the update MLP
   and `torch.nn.LSTMCell`, looped over the steps. jraph's and PyG's weights are gnkit's, mapped
@@ -29,17 +30,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import relation_network as rn
-from benchmarks.sudoku_rrn import JraphSudokuRRN
-from benchmarks.workloads import (
+from benchmarks.contenders import (
     Workload,
-    _cross_entropy,
-    _dense_pairs,
-    _load_linear,
-    _to_torch,
-    _torch_mlp,
+    cross_entropy,
+    dense_pairs,
     jax_contender,
+    load_linear,
+    to_torch,
+    torch_mlp,
     torch_variants,
 )
+from benchmarks.sudoku_rrn import JraphSudokuRRN
+from gnkit.demos.sudoku.models import SudokuRRN
 from gnkit.graph import node_graph_index
 from gnkit.nn import RelationNetwork
 from gnkit.tasks import sudoku
@@ -58,22 +60,20 @@ def _torch_relation_network(params: dict):
     first_kernel = np.concatenate(
         [sender_kernel, receiver_kernel, np.asarray(p["pair_0_question"]["kernel"])], axis=0
     )
-    rest = _dense_pairs(p, "pair_1", "pair_2", "pair_3")
-    output = _dense_pairs(p, "output/dense_0", "output/dense_1", "output/dense_2")
+    rest = dense_pairs(p, "pair_1", "pair_2", "pair_3")
+    output = dense_pairs(p, "output/dense_0", "output/dense_1", "output/dense_2")
 
     class TorchRelationNetwork(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.first = torch.nn.Linear(*first_kernel.shape)
-            _load_linear(self.first, first_kernel, p["pair_0_bias"])
-            self.rest = _torch_mlp(rest)
-            self.output = _torch_mlp(output)
+            load_linear(self.first, first_kernel, p["pair_0_bias"])
+            self.rest = torch_mlp(rest)
+            self.output = torch_mlp(output)
 
         def forward(self, objects, questions, edge_index, pair_scene, n_scene):
             senders, receivers = edge_index
-            rows = torch.cat(
-                [objects[senders], objects[receivers], questions[pair_scene]], dim=-1
-            )
+            rows = torch.cat([objects[senders], objects[receivers], questions[pair_scene]], dim=-1)
             pairs = torch.relu(self.rest(torch.relu(self.first(rows))))
             return self.output(scatter(pairs, pair_scene, dim=0, dim_size=n_scene, reduce="sum"))
 
@@ -107,23 +107,23 @@ def make_relation_network(
         (inputs["jraph_graph"], answers),
     )
     contenders = {
-        name: jax_contender(forward, _cross_entropy, weights, batch)
+        name: jax_contender(forward, cross_entropy, weights, batch)
         for name, (forward, weights, batch) in forwards.items()
     }
     if pyg:
         import torch
 
-        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
-        pair_scene = _to_torch(node_graph_index(graph)).long()[edge_index[0]]
-        torch_answers = _to_torch(answers).long()
+        edge_index = torch.stack([to_torch(graph.senders), to_torch(graph.receivers)]).long()
+        pair_scene = to_torch(node_graph_index(graph)).long()[edge_index[0]]
+        torch_answers = to_torch(answers).long()
 
         def build():
             return (
                 _torch_relation_network(params),
                 lambda out: torch.nn.functional.cross_entropy(out, torch_answers),
                 [
-                    _to_torch(graph.nodes),
-                    _to_torch(graph.globals),
+                    to_torch(graph.nodes),
+                    to_torch(graph.globals),
                     edge_index,
                     pair_scene,
                     batch_size,
@@ -173,9 +173,7 @@ def jraph_rrn_params(params: dict) -> dict:
                 },
                 "update": {
                     "dense_0": {
-                        "kernel": _stack(
-                            rrn["update_0_x"]["kernel"], rrn["update_0_m"]["kernel"]
-                        ),
+                        "kernel": _stack(rrn["update_0_x"]["kernel"], rrn["update_0_m"]["kernel"]),
                         "bias": rrn["update_0_x"]["bias"],
                     },
                     "dense_1": rrn["update_1"],
@@ -196,7 +194,7 @@ def _torch_rrn(jraph_params: dict, num_steps: int):
     step = p["Scan_JraphStep_0"]
 
     def mlp(tree):
-        return _torch_mlp(_dense_pairs(tree, "dense_0", "dense_1", "dense_2"))
+        return torch_mlp(dense_pairs(tree, "dense_0", "dense_1", "dense_2"))
 
     class Messages(MessagePassing):
         def __init__(self):
@@ -214,7 +212,7 @@ def _torch_rrn(jraph_params: dict, num_steps: int):
             super().__init__()
             self.digit, self.row, self.col = (
                 torch.nn.Embedding.from_pretrained(
-                    _to_torch(p[f"Embed_{index}"]["embedding"]), freeze=False
+                    to_torch(p[f"Embed_{index}"]["embedding"]), freeze=False
                 )
                 for index in range(3)
             )
@@ -227,17 +225,17 @@ def _torch_rrn(jraph_params: dict, num_steps: int):
             lstm = step["lstm"]
             with torch.no_grad():
                 self.lstm.weight_ih.copy_(
-                    _to_torch(np.concatenate([lstm[f"i{g}"]["kernel"] for g in gates], 1)).T
+                    to_torch(np.concatenate([lstm[f"i{g}"]["kernel"] for g in gates], 1)).T
                 )
                 self.lstm.weight_hh.copy_(
-                    _to_torch(np.concatenate([lstm[f"h{g}"]["kernel"] for g in gates], 1)).T
+                    to_torch(np.concatenate([lstm[f"h{g}"]["kernel"] for g in gates], 1)).T
                 )
                 self.lstm.bias_hh.copy_(
-                    _to_torch(np.concatenate([lstm[f"h{g}"]["bias"] for g in gates]))
+                    to_torch(np.concatenate([lstm[f"h{g}"]["bias"] for g in gates]))
                 )
                 self.lstm.bias_ih.zero_()
             self.readout = torch.nn.Linear(hidden, 9)
-            _load_linear(self.readout, step["readout"]["kernel"], step["readout"]["bias"])
+            load_linear(self.readout, step["readout"]["kernel"], step["readout"]["bias"])
 
         def forward(self, quizzes, rows, cols, edge_index):
             batch = quizzes.shape[0]
@@ -269,7 +267,7 @@ def make_sudoku_rrn(
         np.random.default_rng(0), *pool, batch_size, range(17, 35)
     )
     batch = (jnp.asarray(quizzes, jnp.int32), jnp.asarray(solutions, jnp.int32))
-    model, jraph_model = sudoku.SudokuRRN(), JraphSudokuRRN()
+    model, jraph_model = SudokuRRN(), JraphSudokuRRN()
     params = model.init(jax.random.key(0), batch[0][:1], 1)
     jraph_params = jraph_rrn_params(params)
     contenders = {
@@ -287,24 +285,25 @@ def make_sudoku_rrn(
         import torch
 
         graph = sudoku.batch_graph(batch_size)
-        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
+        edge_index = torch.stack([to_torch(graph.senders), to_torch(graph.receivers)]).long()
         cells = np.arange(sudoku.NUM_CELLS)
-        targets = _to_torch(np.asarray(solutions).reshape(-1) - 1).long()
+        targets = to_torch(np.asarray(solutions).reshape(-1) - 1).long()
 
         def loss(out):
             flat = out.reshape(num_steps, -1, 9)
-            return sum(
-                torch.nn.functional.cross_entropy(flat[t], targets) for t in range(num_steps)
-            ) / num_steps
+            return (
+                sum(torch.nn.functional.cross_entropy(flat[t], targets) for t in range(num_steps))
+                / num_steps
+            )
 
         def build():
             return (
                 _torch_rrn(jraph_params, num_steps),
                 loss,
                 [
-                    _to_torch(np.asarray(quizzes)).long(),
-                    _to_torch(cells // 9).long(),
-                    _to_torch(cells % 9).long(),
+                    to_torch(np.asarray(quizzes)).long(),
+                    to_torch(cells // 9).long(),
+                    to_torch(cells % 9).long(),
                     edge_index,
                 ],
             )

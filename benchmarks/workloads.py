@@ -10,13 +10,18 @@ user would (`jraph.GraphNetwork` with concatenated MLPs, `jraph.GAT`,
 `GCNConv`) when torch and torch_geometric are installed, once per torch intra-op thread count
 asked for (`torch_threads`), on CUDA when torch sees a GPU. All contenders get the same weights
 and the same receiver-sorted edges. Host only (builds jitted functions).
+
+`WORKLOADS` names them for what they are: `graph-network`, `recurrent-graph-network`, `gat`,
+`gcn-large-graph`, `relation-network`, `sudoku-rrn`, `segment-sum-probe`; the short names of
+earlier runs (`w1`, `w1x8`, `w2`, `w3`, `w4`, `w5`, `probe`) stay as aliases. The harness
+(`Contender`, `Workload`, the JAX and torch training steps) lives in `benchmarks/contenders.py`,
+shared with `benchmarks/relational_workloads.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -24,6 +29,19 @@ import jax.numpy as jnp
 import jraph
 import numpy as np
 
+from benchmarks import relational_workloads
+from benchmarks.contenders import (  # the runner reaches the harness through here too
+    Contender,
+    Workload,
+    cross_entropy,
+    dense_pairs,
+    have_pyg,
+    jax_contender,
+    to_torch,
+    torch_device,
+    torch_mlp,
+    torch_variants,
+)
 from gnkit import attention, convolutions
 from gnkit.blocks import aggregate_nodes_to_globals
 from gnkit.graph import GraphsTuple, node_graph_index
@@ -32,97 +50,27 @@ from gnkit.nn.mlp import MLP
 from gnkit.segment import safe_segment_sum
 from gnkit.tasks import sudoku
 
-LEARNING_RATE = 1e-3
-
-
-@dataclasses.dataclass
-class Contender:
-    """One library's version of a workload.
-
-    `step()` runs one training step and returns something to block on; `forward()` returns the
-    model output as NumPy (for the agreement check); `compile_s` is the ahead-of-time compile
-    time (None where the library compiles lazily, then the runner reports first-call overhead);
-    `peak_bytes` is XLA's estimate of the step's live memory (arguments + outputs + temporaries).
-    `peer` names the library and mode when the contender is one setting of it (`"pyg eager"` at
-    `setting` `"2 threads"`); the summary keeps each peer's best setting.
-    """
-
-    step: Callable[[], object]
-    forward: Callable[[], np.ndarray] | None
-    compile_s: float | None = None
-    peak_bytes: int | None = None
-    peer: str | None = None
-    setting: str = ""
-
-
-@dataclasses.dataclass
-class Workload:
-    name: str
-    description: str
-    contenders: dict[str, Contender]
-    tolerance: float = 1e-3
-    bytes_moved: int | None = None
-
-
-def have_pyg() -> bool:
-    try:
-        import torch  # noqa: F401
-        import torch_geometric  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-# ----------------------------------------------------------------------------- JAX harness
-
-
-def _copy(tree):
-    return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
-
-
-def jax_contender(forward_fn, objective, params, batch, donate: bool = True) -> Contender:
-    """A jitted SGD training step on `objective(forward_fn(params, batch), batch)`, compiled
-    ahead of time.
-
-    The step also returns the forward output, which the agreement check reads from one step on
-    a copy of the initial parameters (no separate forward compile). With `donate`, the parameter
-    buffers are donated to the step, so the update is written in place, not into fresh buffers.
-    """
-
-    def loss_fn(params, batch):
-        output = forward_fn(params, batch)
-        return objective(output, batch), output
-
-    def train_step(params, batch):
-        (loss, output), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
-        new_params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
-        return new_params, loss, output
-
-    start = time.perf_counter()
-    jitted = jax.jit(train_step, donate_argnums=(0,) if donate else ())
-    compiled = jitted.lower(params, batch).compile()
-    compile_s = time.perf_counter() - start
-    memory = compiled.memory_analysis()
-    peak = None
-    if memory is not None:
-        peak = int(
-            memory.temp_size_in_bytes
-            + memory.argument_size_in_bytes
-            + memory.output_size_in_bytes
-            - memory.alias_size_in_bytes
-        )
-    state = {"params": _copy(params)}
-
-    def step():
-        state["params"], loss, _ = compiled(state["params"], batch)
-        return loss
-
-    return Contender(
-        step=step,
-        forward=lambda: np.asarray(compiled(_copy(params), batch)[2]),
-        compile_s=compile_s,
-        peak_bytes=peak,
-    )
+__all__ = [
+    "Contender",
+    "GATModel",
+    "GCNModel",
+    "RecurrentGraphNetwork",
+    "WORKLOADS",
+    "Workload",
+    "WorkloadTable",
+    "have_pyg",
+    "jax_contender",
+    "large_graph",
+    "make_gat",
+    "make_gcn",
+    "make_graph_network",
+    "make_recurrent_graph_network",
+    "make_segment_probe",
+    "molecule_graph",
+    "sudoku_graph",
+    "torch_device",
+    "torch_variants",
+]
 
 
 def _mean_square(output, batch):
@@ -141,107 +89,6 @@ def _mlp_apply(layers, x):
         if index < len(layers) - 1:
             x = jax.nn.relu(x)
     return x
-
-
-def _dense_pairs(params: dict, *prefixes: str) -> list[tuple[jax.Array, jax.Array]]:
-    """`(kernel, bias)` of the Dense layers under `params[prefix]...` in layer order."""
-    layers = []
-    for prefix in prefixes:
-        node = params
-        for key in prefix.split("/"):
-            node = node[key]
-        layers.append((node["kernel"], node["bias"]))
-    return layers
-
-
-# ----------------------------------------------------------------------------- torch harness
-
-
-def torch_device() -> str:
-    """Where the torch contenders run: `"cuda"` when torch sees a GPU, else `"cpu"`."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def threads_label(count: int) -> str:
-    return f"{count} thread" + ("" if count == 1 else "s")
-
-
-def torch_contender(
-    model, loss_fn, inputs, compiled: bool = False, threads: int | None = None
-) -> Contender:
-    """An SGD training step of a torch module; `compiled` wraps it in `torch.compile`. With
-    `threads`, every call first sets torch's intra-op thread count to it."""
-    import torch
-
-    model = model.to(torch_device())
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-    runner = torch.compile(model) if compiled else model
-
-    def use_threads():
-        if threads is not None:
-            torch.set_num_threads(threads)
-
-    def step():
-        use_threads()
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(runner(*inputs))
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    def forward():
-        use_threads()
-        with torch.no_grad():
-            return model(*inputs).cpu().numpy().copy()
-
-    return Contender(step=step, forward=forward)
-
-
-def torch_variants(
-    peer: str, build: Callable[[], tuple], thread_counts: Sequence[int], compiled: bool = False
-) -> dict[str, Contender]:
-    """`peer` once per torch intra-op thread count, named `"{peer}, {n} thread(s)"`.
-
-    `build()` returns `(model, loss_fn, inputs)`; each count gets its own model, since
-    `torch.compile` specialises the code it generates to the thread count it compiles under.
-    """
-    variants = {}
-    for count in thread_counts:
-        contender = torch_contender(*build(), compiled=compiled, threads=count)
-        contender.peer, contender.setting = peer, threads_label(count)
-        variants[f"{peer}, {contender.setting}"] = contender
-    return variants
-
-
-def _to_torch(array):
-    import torch
-
-    return torch.from_numpy(np.array(array)).to(torch_device())
-
-
-def _load_linear(linear, kernel, bias=None):
-    """Copy a JAX `[in, out]` kernel (and bias) into a `torch.nn.Linear`."""
-    import torch
-
-    with torch.no_grad():
-        linear.weight.copy_(_to_torch(kernel).T)
-        if bias is not None:
-            linear.bias.copy_(_to_torch(bias))
-
-
-def _torch_mlp(layers):
-    import torch
-
-    modules = []
-    for index, (kernel, bias) in enumerate(layers):
-        linear = torch.nn.Linear(kernel.shape[0], kernel.shape[1])
-        _load_linear(linear, kernel, bias)
-        modules.append(linear)
-        if index < len(layers) - 1:
-            modules.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*modules)
 
 
 # ----------------------------------------------------------------------------- W1: Sudoku GN
@@ -274,7 +121,7 @@ def _gn_layers(params: dict) -> tuple[list, list]:
 
     def layers(name):
         mlp = params[name]
-        return _dense_pairs(mlp, *sorted(key for key in mlp if key.startswith("dense_")))
+        return dense_pairs(mlp, *sorted(key for key in mlp if key.startswith("dense_")))
 
     return layers("edge_update"), layers("node_update")
 
@@ -300,8 +147,8 @@ def _torch_gn(edge_layers, node_layers):
     class TorchGraphNetwork(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.edge_mlp = _torch_mlp(edge_layers)
-            self.node_mlp = _torch_mlp(node_layers)
+            self.edge_mlp = torch_mlp(edge_layers)
+            self.node_mlp = torch_mlp(node_layers)
 
         def forward(self, nodes, edges, senders, receivers):
             edges = self.edge_mlp(torch.cat([edges, nodes[senders], nodes[receivers]], dim=-1))
@@ -348,8 +195,8 @@ def make_graph_network(
     layers = _gn_layers(params["params"])
     contenders["jraph"] = jax_contender(jraph_forward, _mean_square, layers, graph)
     if pyg:
-        inputs = [_to_torch(x) for x in (graph.nodes, graph.edges)] + [
-            _to_torch(x).long() for x in (graph.senders, graph.receivers)
+        inputs = [to_torch(x) for x in (graph.nodes, graph.edges)] + [
+            to_torch(x).long() for x in (graph.senders, graph.receivers)
         ]
         loss = lambda out: (out**2).mean()  # noqa: E731
 
@@ -540,11 +387,9 @@ def _jraph_gat_forward(params, graph, heads=4, head_size=16, layers=3):
         if index < layers - 1:
             nodes = jax.nn.relu(nodes)
     n_graph = graph.n_node.shape[0]
-    graph_index = jnp.repeat(
-        jnp.arange(n_graph), graph.n_node, total_repeat_length=nodes.shape[0]
-    )
+    graph_index = jnp.repeat(jnp.arange(n_graph), graph.n_node, total_repeat_length=nodes.shape[0])
     pooled = jraph.segment_sum(nodes, graph_index, n_graph)
-    return _mlp_apply(_dense_pairs(p, "readout/dense_0", "readout/dense_1"), pooled)
+    return _mlp_apply(dense_pairs(p, "readout/dense_0", "readout/dense_1"), pooled)
 
 
 def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
@@ -565,12 +410,12 @@ def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
                     add_self_loops=False,
                 )
                 with torch.no_grad():
-                    conv.lin.weight.copy_(_to_torch(p[f"project_{index}"]["kernel"]).T)
-                    conv.att_src.copy_(_to_torch(p[f"attend_sender_{index}"])[None])
-                    conv.att_dst.copy_(_to_torch(p[f"attend_receiver_{index}"])[None])
-                    conv.bias.copy_(_to_torch(p[f"bias_{index}"]))
+                    conv.lin.weight.copy_(to_torch(p[f"project_{index}"]["kernel"]).T)
+                    conv.att_src.copy_(to_torch(p[f"attend_sender_{index}"])[None])
+                    conv.att_dst.copy_(to_torch(p[f"attend_receiver_{index}"])[None])
+                    conv.bias.copy_(to_torch(p[f"bias_{index}"]))
                 self.convs.append(conv)
-            self.readout = _torch_mlp(_dense_pairs(p, "readout/dense_0", "readout/dense_1"))
+            self.readout = torch_mlp(dense_pairs(p, "readout/dense_0", "readout/dense_1"))
 
         def forward(self, nodes, edge_index, batch, n_graph):
             for index, conv in enumerate(self.convs):
@@ -606,15 +451,15 @@ def make_gat(
     if pyg:
         import torch
 
-        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
-        graph_index = _to_torch(node_graph_index(graph)).long()
-        torch_targets = _to_torch(targets)
+        edge_index = torch.stack([to_torch(graph.senders), to_torch(graph.receivers)]).long()
+        graph_index = to_torch(node_graph_index(graph)).long()
+        torch_targets = to_torch(targets)
 
         def build():
             return (
                 _torch_gat(params, features, layers=layers),
                 lambda out: ((out - torch_targets) ** 2).mean(),
-                [_to_torch(graph.nodes), edge_index, graph_index, n_graph],
+                [to_torch(graph.nodes), edge_index, graph_index, n_graph],
             )
 
         contenders.update(torch_variants("pyg eager", build, torch_threads))
@@ -704,8 +549,8 @@ def _torch_gcn(params):
                 kernel = p[f"weight_{index}"]["kernel"]
                 conv = GCNConv(kernel.shape[0], kernel.shape[1])
                 with torch.no_grad():
-                    conv.lin.weight.copy_(_to_torch(kernel).T)
-                    conv.bias.copy_(_to_torch(p[f"bias_{index}"]))
+                    conv.lin.weight.copy_(to_torch(kernel).T)
+                    conv.bias.copy_(to_torch(p[f"bias_{index}"]))
                 self.convs.append(conv)
 
         def forward(self, nodes, edge_index):
@@ -713,11 +558,6 @@ def _torch_gcn(params):
             return self.convs[1](nodes, edge_index)
 
     return TorchGCN()
-
-
-def _cross_entropy(logits, batch):
-    log_probs = jax.nn.log_softmax(logits)
-    return -jnp.mean(jnp.take_along_axis(log_probs, batch[1][:, None], axis=-1))
 
 
 def make_gcn(
@@ -742,18 +582,18 @@ def make_gcn(
     }
     forwards["jraph"] = lambda params, batch: _jraph_gcn_forward(params, batch[0])
     for name, forward in forwards.items():
-        contenders[name] = jax_contender(forward, _cross_entropy, params, batch)
+        contenders[name] = jax_contender(forward, cross_entropy, params, batch)
     if pyg:
         import torch
 
-        edge_index = torch.stack([_to_torch(graph.senders), _to_torch(graph.receivers)]).long()
-        torch_labels = _to_torch(labels).long()
+        edge_index = torch.stack([to_torch(graph.senders), to_torch(graph.receivers)]).long()
+        torch_labels = to_torch(labels).long()
 
         def build():
             return (
                 _torch_gcn(params),
                 lambda out: torch.nn.functional.cross_entropy(out, torch_labels),
-                [_to_torch(graph.nodes), edge_index],
+                [to_torch(graph.nodes), edge_index],
             )
 
         contenders.update(torch_variants("pyg eager", build, torch_threads))
@@ -784,9 +624,7 @@ def make_segment_probe(
     rng = np.random.default_rng(0)
     data = jnp.asarray(rng.normal(size=(n_row, width)), jnp.float32)
     ids = jnp.asarray(np.sort(rng.integers(0, n_segment, n_row)), jnp.int32)
-    sorted_sum = jax.jit(
-        lambda x, i: safe_segment_sum(x, i, n_segment, indices_are_sorted=True)
-    )
+    sorted_sum = jax.jit(lambda x, i: safe_segment_sum(x, i, n_segment, indices_are_sorted=True))
     unsorted_sum = jax.jit(lambda x, i: jraph.segment_sum(x, i, n_segment))
     add_into = jax.jit(
         lambda x, i, out: out.at[i].add(x, indices_are_sorted=True), donate_argnums=2
@@ -796,6 +634,7 @@ def make_segment_probe(
     def add_into_reused():
         reused[0] = add_into(data, ids, reused[0])
         return reused[0]
+
     bytes_moved = (n_row + n_segment) * width * 4 + n_row * 4
     source = np.asarray(rng.normal(size=bytes_moved // 8), np.float32)
     target = np.empty_like(source)
@@ -829,24 +668,52 @@ def make_segment_probe(
     )
 
 
-def _relational(name: str) -> Callable[..., Workload]:
-    """A `make_*` of `benchmarks/relational_workloads.py`, imported when first called (that
-    module builds on this one)."""
+class WorkloadTable(MutableMapping):
+    """The workload makers by descriptive name (`graph-network`, `gat`, ...), in suite order.
 
-    def make(*args, **kwargs) -> Workload:
-        from benchmarks import relational_workloads
+    The short names of earlier runs and docs (`w1`, `w1x8`, `w2` ... `w5`) are aliases: `in`
+    and `[]` accept them, iteration lists only the descriptive names.
+    """
 
-        return getattr(relational_workloads, name)(*args, **kwargs)
+    def __init__(self, makers: dict[str, Callable[..., Workload]], aliases: dict[str, str]):
+        self._makers, self.aliases = dict(makers), aliases
 
-    return make
+    def __getitem__(self, key: str) -> Callable[..., Workload]:
+        return self._makers[self.aliases.get(key, key)]
+
+    def __setitem__(self, key: str, maker: Callable[..., Workload]) -> None:
+        self._makers[self.aliases.get(key, key)] = maker
+
+    def __delitem__(self, key: str) -> None:
+        del self._makers[self.aliases.get(key, key)]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers or key in self.aliases
+
+    def __iter__(self):
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
 
 
-WORKLOADS = {
-    "w1": make_graph_network,
-    "w1x8": make_recurrent_graph_network,
-    "w2": make_gat,
-    "w3": make_gcn,
-    "w4": _relational("make_relation_network"),
-    "w5": _relational("make_sudoku_rrn"),
-    "probe": make_segment_probe,
-}
+WORKLOADS = WorkloadTable(
+    {
+        "graph-network": make_graph_network,
+        "recurrent-graph-network": make_recurrent_graph_network,
+        "gat": make_gat,
+        "gcn-large-graph": make_gcn,
+        "relation-network": relational_workloads.make_relation_network,
+        "sudoku-rrn": relational_workloads.make_sudoku_rrn,
+        "segment-sum-probe": make_segment_probe,
+    },
+    aliases={
+        "w1": "graph-network",
+        "w1x8": "recurrent-graph-network",
+        "w2": "gat",
+        "w3": "gcn-large-graph",
+        "w4": "relation-network",
+        "w5": "sudoku-rrn",
+        "probe": "segment-sum-probe",
+    },
+)
