@@ -254,12 +254,32 @@ def run_training(
     )
 
 
-def demo(name: str, description: str, presets: Mapping[str, DemoConfig], train, evaluate):
-    """The `gnkit.experiments.Demo` of a graph_nets demo: verbs `train` and `eval`."""
+def demo(
+    name: str,
+    description: str,
+    presets: Mapping[str, DemoConfig],
+    train,
+    evaluate,
+    preset_notes: Mapping[str, str],
+):
+    """The `gnkit.experiments.Demo` of a graph_nets demo: verbs `train` and `eval`.
+
+    Args:
+      name: the demo's command name (`gnkit NAME`).
+      description: its one-line description.
+      presets: its configs by preset name.
+      train: the `train` verb's function.
+      evaluate: the `eval` verb's function.
+      preset_notes: a line per preset for `--help`.
+
+    Returns:
+      The `Demo`.
+    """
     return experiments.Demo(
         name,
         description,
         presets=presets,
+        preset_notes=preset_notes,
         verbs=[
             experiments.Verb("train", train, "train (resumes from --run-dir), then test"),
             experiments.Verb(

@@ -185,13 +185,17 @@ def evaluate_run(
 
 
 def classification_demo(
-    task: ClassificationTask, presets: Mapping[str, DemoConfig], description: str
+    task: ClassificationTask,
+    presets: Mapping[str, DemoConfig],
+    description: str,
+    preset_notes: Mapping[str, str],
 ) -> experiments.Demo:
-    """`task`'s demo: `train` and `eval` verbs over `presets`."""
+    """`task`'s demo: `train` and `eval` verbs over `presets` (`preset_notes` for `--help`)."""
     return demo(
         task.name.replace("_", "-"),
         description,
         presets,
         lambda config, run_dir, options: train_classification(task, config, run_dir, options),
         lambda config, run_dir, options: evaluate_run(task, config, run_dir, options),
+        preset_notes,
     )

@@ -48,6 +48,18 @@ CONFIGS = {
         monitor_graphs=200,
         eval_every_updates=1000,
     ),
+    "quick": common_config.DemoConfig(
+        updates=1000,
+        batch_size=256,
+        steps=1,
+        eval_steps=1,
+        train_sizes=(5, 8),
+        test_sizes=((4, 4), (9, 9)),
+        eval_graphs=100,
+        eval_batch_size=100,
+        monitor_graphs=200,
+        eval_every_updates=250,
+    ),
     "tiny": common_config.tiny_config(
         4,
         batch_size=16,
@@ -57,6 +69,11 @@ CONFIGS = {
         eval_batch_size=4,
         monitor_graphs=4,
     ),
+}
+PRESET_NOTES = {
+    "default": "6,000 updates of 256 systems (4.2 CPU-minutes on 2 cores)",
+    "quick": "a first look: 1,000 updates",
+    "tiny": "a few updates on tiny systems, for tests",
 }
 
 
@@ -208,7 +225,9 @@ def evaluate_verb(
     return report(config, params, run_dir, options, {"checkpoint": checkpoint})
 
 
-DEMO = common.demo("physics", __doc__.split("\n")[0], CONFIGS, train_verb, evaluate_verb)
+DEMO = common.demo(
+    "physics", __doc__.split("\n")[0], CONFIGS, train_verb, evaluate_verb, PRESET_NOTES
+)
 
 
 def train(config: common_config.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:

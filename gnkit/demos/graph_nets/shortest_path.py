@@ -24,7 +24,13 @@ from gnkit.tasks import shortest_path
 
 CONFIGS = {
     "default": common_config.DemoConfig(updates=4000),
+    "quick": common_config.DemoConfig(updates=1000),
     "tiny": common_config.tiny_config(6),
+}
+PRESET_NOTES = {
+    "default": "4,000 updates (2.7 CPU-minutes on 2 cores)",
+    "quick": "a first look: 1,000 updates",
+    "tiny": "a few updates on tiny graphs, for tests",
 }
 
 
@@ -61,7 +67,7 @@ TASK = labelling.ClassificationTask(
 )
 
 
-DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0])
+DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0], PRESET_NOTES)
 
 
 def train(config: common_config.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:

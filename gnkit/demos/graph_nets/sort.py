@@ -31,7 +31,15 @@ CONFIGS = {
     "default": common_config.DemoConfig(
         updates=5000, learning_rate_schedule="cosine", clip_gradient_norm=1.0
     ),
+    "quick": common_config.DemoConfig(
+        updates=1000, learning_rate_schedule="cosine", clip_gradient_norm=1.0
+    ),
     "tiny": common_config.tiny_config(5),
+}
+PRESET_NOTES = {
+    "default": "5,000 updates (9.5 CPU-minutes on 2 cores)",
+    "quick": "a first look: 1,000 updates",
+    "tiny": "a few updates on tiny lists, for tests",
 }
 
 
@@ -61,7 +69,7 @@ TASK = labelling.ClassificationTask(
 )
 
 
-DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0])
+DEMO = labelling.classification_demo(TASK, CONFIGS, __doc__.split("\n")[0], PRESET_NOTES)
 
 
 def train(config: common_config.DemoConfig, run_dir: str | Path, progress: bool = True) -> dict:
