@@ -78,6 +78,7 @@ DOCUMENTED_MODULES = [
     "gnkit.tuning",
     "gnkit.dmpnn",
     "gnkit.chem.features",
+    "gnkit.experiments.runner",
 ]
 
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -225,10 +226,13 @@ def test_pyg_migration_page_names_exist_in_gnkit():
 
 @pytest.mark.parametrize(
     "page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md", "guides/sampling.md",
-             "guides/linen_or_nnx.md"]
+             "guides/linen_or_nnx.md", "guides/adding_a_demo.md"]
 )
 def test_guide_code_runs(page):
-    run_page(page)
+    namespace = run_page(page)
+    if page == "guides/adding_a_demo.md":  # both models trained, resumable, in one run
+        assert sorted(namespace["results"]["models"]) == ["narrow", "wide"]
+        assert (namespace["run_dir"] / "checkpoints" / "wide" / "best.msgpack").exists()
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """A small experiment framework: every gnkit demo gets the same verbs, flags and run directories.
 
-A demo declares a typed config (a frozen dataclass, named presets such as `tiny`, `cpu`,
-`paper`) and its verbs; `run(demo, argv)` does the rest (`run_verb(demo, verb, config, run_dir)`
-calls one verb the same way from Python):
+A demo declares a typed config (a frozen dataclass, named presets `default`, `quick`, `paper`,
+`tiny`) and its verbs; `run(demo, argv)` does the rest (`run_verb(demo, verb, config, run_dir)`
+calls one verb the same way from Python). A demo that trains and compares named models gets its
+`train` and `eval` verbs from the comparison runner, `gnkit.experiments.runner`:
 
 - flags with one meaning everywhere: `--config PRESET`, `--set KEY=VALUE` (repeatable, parsed by
   the field's declared type: bool, int, float, str, tuples, `Literal[...]`, unions such as
