@@ -37,7 +37,7 @@ def _broadcast_context(graph: TypedGraph, counts, rows: int):
     if graph.context.features is None:
         return None
     index = _graph_index(counts, rows)
-    return tree_map(lambda x: x[index], graph.context.features)
+    return tree_map(lambda x: jnp.asarray(x)[index], graph.context.features)
 
 
 def typed_graph_network(
@@ -77,8 +77,9 @@ def typed_graph_network(
             senders, receivers = edge_set.senders, edge_set.receivers
             features = fn(
                 edges=edge_set.features,
-                sender_nodes=tree_map(lambda x, i=senders: x[i], sender_set.features),
-                receiver_nodes=tree_map(lambda x, i=receivers: x[i], receiver_set.features),
+                sender_nodes=tree_map(lambda x, i=senders: jnp.asarray(x)[i], sender_set.features),
+                receiver_nodes=tree_map(lambda x, i=receivers: jnp.asarray(x)[i],
+                                        receiver_set.features),
                 context=_broadcast_context(graph, edge_set.n_edge, rows),
             )
             edges[key] = edge_set._replace(features=features)
