@@ -267,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     ["git", "rev-parse", "HEAD"], capture_output=True, text=True
                 ).stdout.strip(),
                 "cpu_minutes": round((time.process_time() - started) / 60, 1),
+                "transcribed_from": None,
                 "results": results,
             }
         },

@@ -303,11 +303,17 @@ def test_gps_layer_padding_changes_no_real_node_and_dropout_is_live_only_in_trai
     with jax.enable_x64(True):
         variables = jax.jit(GPSLayer(2, 8).init)(jax.random.key(0), batch)
 
-        def run(dropout_rate, graph, seed, **kwargs):
+        def apply(dropout_rate, train):
             layer = GPSLayer(2, 8, dropout_rate=dropout_rate)
-            rngs = {"dropout": jax.random.key(seed)}
-            out, _ = jax.jit(partial(layer.apply, mutable=["batch_stats"], **kwargs))(
-                variables, graph, rngs=rngs
+            return jax.jit(partial(layer.apply, mutable=["batch_stats"], train=train))
+
+        applies = {
+            (rate, train): apply(rate, train) for rate in (0.0, 0.3) for train in (False, True)
+        }
+
+        def run(dropout_rate, graph, seed, train=False, node_mask=None):
+            out, _ = applies[dropout_rate, train](
+                variables, graph, node_mask=node_mask, rngs={"dropout": jax.random.key(seed)}
             )
             return np.asarray(out.nodes)
 
@@ -365,7 +371,7 @@ def test_gps_model_is_its_encoders_then_its_layers():
     lap = gn.laplacian_pe(padded, 4)
     walk = gn.random_walk_pe(padded, 5)
     model = GPS(
-        16, 2, 2, MAX_NODES, laplacian_features=4, random_walk_features=3, norm="layer_norm"
+        16, 1, 2, MAX_NODES, laplacian_features=4, random_walk_features=3, norm="layer_norm"
     )
     with jax.enable_x64(True):
         variables = jax.jit(partial(model.init, laplacian_pe=lap, random_walk_pe=walk))(
@@ -389,9 +395,8 @@ def test_gps_model_is_its_encoders_then_its_layers():
         )
         assert nodes.shape[-1] == 16
         graph = padded._replace(nodes=nodes, edges=dense("edge_encoder", padded.edges))
-        layer = jax.jit(GPSLayer(2, MAX_NODES, norm="layer_norm").apply)
-        for index in range(2):
-            graph = layer({"params": params[f"layer_{index}"]}, graph)
+        layer = GPSLayer(2, MAX_NODES, norm="layer_norm")
+        graph = jax.jit(layer.apply)({"params": params["layer_0"]}, graph)
         np.testing.assert_allclose(out, graph.nodes, rtol=1e-10)
 
 
