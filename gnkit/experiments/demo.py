@@ -27,10 +27,15 @@ RunDirUse = Literal["create", "existing"] | None
 class Options:
     """The parsed common flags of one command, the verb's own flags, and the stop hook.
 
-    `json_path` is `--json` (`-` for stdout), `plot` is `--plot`, `parallel` is `--parallel`
-    (`single`, `pmap` or `mesh`), `progress` is false with `--no-progress`, `flags` holds the
-    flags the verb added itself (`add_flags`), `preset` the `--config` name (`None` when the
-    config came from an earlier run).
+    Attributes:
+      verb: the verb's name.
+      preset: the `--config` name (`None` when the config came from an earlier run).
+      parallel: `--parallel`: `single`, `pmap` or `mesh`.
+      json_path: `--json` (`-` for stdout), or None.
+      plot: `--plot`, or None.
+      progress: false with `--no-progress`.
+      flags: the flags the verb added itself (`Verb.add_flags`).
+      should_stop: a callable that turns true once the user asked the process to stop.
     """
 
     verb: str
@@ -63,12 +68,18 @@ VerbFunction = Callable[[Any, RunDir | None, Options], Mapping[str, Any] | None]
 class Verb:
     """One command of a demo (`train`, `eval`, `demo`, `solve`, ...).
 
-    `run_dir`: `"create"` (a run of the resolved config: a new directory, or the same config to
-    resume; other configs are refused), `"existing"` (an earlier run: the config saved there,
-    `--set` applied on top and not saved), or `None` (no run directory). `add_flags(parser)`
-    adds the verb's own argparse flags; their values arrive in `options.flags`.
-    `configured=False` is for a verb that takes no config (its model comes from a checkpoint
-    flag, say): it gets no `--config`, `--set`, `--seed` or `--parallel`, and `config` is None.
+    Attributes:
+      name: the verb as typed (`gnkit DEMO NAME`).
+      function: `(config, run_dir, options) -> results dict | None`.
+      help: its one-line help.
+      run_dir: `"create"` (a run of the resolved config: a new directory, or the same config
+        to resume; other configs are refused), `"existing"` (an earlier run: the config saved
+        there, `--set` applied on top and not saved), or `None` (no run directory).
+      add_flags: `parser -> None`, adding the verb's own argparse flags; their values arrive in
+        `options.flags`.
+      configured: False for a verb that takes no config (its model comes from a checkpoint
+        flag, say): it gets no `--config`, `--set`, `--seed` or `--parallel`, and `config` is
+        None.
     """
 
     name: str
@@ -85,10 +96,15 @@ class Verb:
 
 @dataclasses.dataclass(frozen=True)
 class Demo:
-    """A demo: its `name` (`gnkit NAME`), a one-line `description`, config `presets` (frozen
-    dataclasses of one type, with a `seed` field; the first preset is the default unless
-    `default_preset` says otherwise), its `verbs`, and `preset_notes`, a line per preset for
-    `--help` (what it is for and what it costs).
+    """A demo: what `gnkit NAME` runs.
+
+    Attributes:
+      name: the command name (`gnkit NAME`).
+      description: a one-line description.
+      presets: configs by preset name: frozen dataclasses of one type, with a `seed` field.
+      verbs: its `Verb`s.
+      default_preset: the preset used without `--config` (default: the first).
+      preset_notes: a line per preset for `--help` (what it is for and what it costs).
 
     Presets mean the same in every demo: `default`, the recipe that reaches the paper's number
     on a CPU where one is known (else the best measured CPU run); `quick`, a first look in a few

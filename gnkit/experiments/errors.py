@@ -59,6 +59,15 @@ def check_shape(
     """Raise `file_error` unless `shape` matches `expected` (`None` matches any size).
 
     `check_shape(quizzes.shape, (None, 81), "q.csv", "--data")` accepts `[P, 81]` arrays.
+
+    Args:
+      shape: the array's shape.
+      expected: the sizes it must have, `None` for any.
+      path: the file it came from (named in the error).
+      flag: the flag that named the file, if any.
+
+    Raises:
+      UsageError: naming the file, the expected and the found shape.
     """
     fits = len(shape) == len(expected) and all(
         want is None or want == have for have, want in zip(shape, expected, strict=True)

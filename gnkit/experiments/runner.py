@@ -75,7 +75,17 @@ class Comparison:
 
 
 def initial_state(comparison: Comparison, name: str, config, data) -> training.TrainingState:
-    """Model `name`'s untrained state: parameters and optimiser state at update 0."""
+    """Model `name`'s untrained state: parameters and optimiser state at update 0.
+
+    Args:
+      comparison: the demo's `Comparison`.
+      name: the model's name, one of `config.models`.
+      config: the run's config.
+      data: what `comparison.load_data` returned.
+
+    Returns:
+      A `gnkit.train.TrainingState` at step 0.
+    """
     params = comparison.init(name, config, data)
     opt_state = comparison.optimizer(config).init(params)
     return training.TrainingState(params=params, opt_state=opt_state)
@@ -87,8 +97,22 @@ def train_model(
     """Train model `name` up to `config.updates` in `run_dir/checkpoints/<name>`, resuming.
 
     Metrics go to `run_dir/metrics_<name>.jsonl`; `comparison.validate` runs every
-    `config.eval_every_updates` updates and at the end. Returns the final state; raises
-    `gnkit.train.TrainingStopped` after a stop request, once the state is saved.
+    `config.eval_every_updates` updates and at the end, and the best-scoring state is kept as
+    `best.msgpack`. The step is built by `options.parallel`'s data-parallel strategy.
+
+    Args:
+      comparison: the demo's `Comparison`.
+      name: the model's name, one of `config.models`.
+      config: the run's config (its `updates`, `eval_every_updates` and `seed` are used here).
+      data: what `comparison.load_data` returned.
+      run_dir: the run directory.
+      options: the command's options (`parallel`, `progress`, `should_stop`).
+
+    Returns:
+      The final `gnkit.train.TrainingState`.
+
+    Raises:
+      gnkit.train.TrainingStopped: after a stop request, once the state is saved.
     """
     checkpoints = run_dir.checkpoint_dir / name
     state = training.resume_or(initial_state(comparison, name, config, data), checkpoints)
@@ -119,8 +143,22 @@ def train_model(
 def trained_state(
     comparison: Comparison, name: str, config, run_dir: RunDir, data, best: bool = True
 ) -> training.TrainingState:
-    """Model `name`'s best validated state in `run_dir` (else its latest), or with
-    `best=False` its latest checkpoint. `UsageError` if there is none or it does not fit."""
+    """Model `name`'s best validated state in `run_dir` (else its latest), or its latest.
+
+    Args:
+      comparison: the demo's `Comparison`.
+      name: the model's name.
+      config: the run's config.
+      run_dir: the run directory.
+      data: what `comparison.load_data` returned (for the state's template).
+      best: `best.msgpack` when there is one (True), or the latest checkpoint (False).
+
+    Returns:
+      The `gnkit.train.TrainingState` read back.
+
+    Raises:
+      UsageError: there is no checkpoint of the model, or it does not fit the config.
+    """
     template = initial_state(comparison, name, config, data)
     if best:
         return load_model_state(run_dir, name, template)
@@ -133,7 +171,17 @@ def trained_state(
 
 def trained_states(comparison: Comparison, config, run_dir: RunDir, data) -> dict:
     """`{name: state}` for every model of `config.models`: its best validated state, or its
-    latest without `comparison.report_best`."""
+    latest without `comparison.report_best`.
+
+    Args:
+      comparison: the demo's `Comparison`.
+      config: the run's config.
+      run_dir: the run directory.
+      data: what `comparison.load_data` returned.
+
+    Returns:
+      A dict from model name to `gnkit.train.TrainingState`.
+    """
     best = comparison.report_best
     return {
         name: trained_state(comparison, name, config, run_dir, data, best)
@@ -158,11 +206,21 @@ def predict_in_chunks(
     chunk: int,
     axis: int = 0,
 ) -> np.ndarray:
-    """`answer(params, select(indices))` over indices `0..size-1`, `chunk` at a time,
-    concatenated along `axis` (the example axis of `answer`'s output).
+    """`answer(params, select(indices))` over indices `0..size-1`, `chunk` at a time.
 
     The last chunk wraps around to fill `chunk` examples, so one compiled shape serves all, and
     its extra rows are dropped. Host driver.
+
+    Args:
+      answer: `(params, batch) -> array`, jitted, with the examples along `axis`.
+      params: the model's parameters.
+      select: `indices [k] -> batch`, the model input of those examples.
+      size: how many examples there are.
+      chunk: examples per call (at most `size` are used).
+      axis: the example axis of `answer`'s output.
+
+    Returns:
+      The answers of all `size` examples, in order, concatenated along `axis`.
     """
     chunk = min(chunk, size)
     outputs = []
