@@ -36,7 +36,18 @@ def read_split(scenes_path: Path, questions_path: Path, flag: str | None = None)
 
 def cached_split(folder: Path, split: str, num_scenes: int, seed: int, progress: bool = True):
     """Scenes and questions of a generated split in `folder/<split>` (made on first use, seed
-    `seed`, scene indices disjoint across splits). Host."""
+    `seed`, scene indices disjoint across splits). Host.
+
+    Args:
+      folder: the data folder (`run_dir/data`).
+      split: `train`, `val` or `test`.
+      num_scenes: scenes to generate when the split is not there yet.
+      seed: the generator's seed.
+      progress: print what is generated.
+
+    Returns:
+      `(scenes, questions)` in CLEVR's JSON structures.
+    """
     scenes_path, questions_path = task.split_files(folder, split)
     if not questions_path.exists():
         if progress:

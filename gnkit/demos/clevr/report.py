@@ -18,7 +18,18 @@ from gnkit.tasks.clevr import vocab
 
 
 def report(config: ClevrConfig, run_dir, options, states, data) -> dict[str, Any]:
-    """Test accuracy per model, overall and per family; the table and `accuracy.png`."""
+    """Test accuracy per model, overall and per family; the table and `accuracy.png`.
+
+    Args:
+      config: the run's config.
+      run_dir: the run directory (figures go there unless `--plot` says otherwise).
+      options: the command's options.
+      states: `{model name: gnkit.train.TrainingState}`, each model's best validated state.
+      data: what the demo's `load_data` returned.
+
+    Returns:
+      The results dict (also the verb's `--json`).
+    """
     test = data["test"]
     counts = np.bincount(test["family"], minlength=len(vocab.FAMILIES))
     results: dict[str, Any] = {

@@ -57,7 +57,17 @@ def answer_fn(name: str, config: ClevrConfig) -> Callable[[Any, dict], jax.Array
 
 
 def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: int = 500):
-    """The answer id of every question of `data`, int `[Q]`. Host driver."""
+    """The answer id of every question of `data`, int `[Q]`. Host driver.
+
+    Args:
+      answers_of: the jitted `(params, batch) -> answer ids` of `answer_fn`.
+      params: the model's parameters.
+      data: an encoded split.
+      chunk: questions per call.
+
+    Returns:
+      int `[Q]`.
+    """
     select = functools.partial(question_batch, data)
     return runner.predict_in_chunks(answers_of, params, select, len(data["answer"]), chunk)
 

@@ -72,6 +72,15 @@ def bucket_policy(
 
     The three budgets climb one ladder together, so `min_edges / min_nodes` should be about the
     data's edges per node.
+
+    Args:
+      batch_size: graphs per batch.
+      min_nodes: nodes of the smallest graph.
+      min_edges: edges of the smallest graph.
+      growth: the ladder's ratio.
+
+    Returns:
+      The `BucketPolicy`.
     """
     return BucketPolicy(
         growth=growth,
@@ -116,7 +125,21 @@ def make_train_step(
 
     Batches come from `random_batches` with the same strategy; over several devices each
     device's loss is the masked mean over its own graphs, and the devices' losses are averaged
-    with equal weight. `UsageError` for `quick_compile` under `pmap` (no compiler options)."""
+    with equal weight. `UsageError` for `quick_compile` under `pmap` (no compiler options).
+
+    Args:
+      model: the `EncodeProcessDecode`.
+      optimizer: the optax optimiser.
+      loss_fn: `(per-step outputs, targets) -> loss`, jittable.
+      config: the run's config.
+      strategy: the data-parallel strategy.
+
+    Returns:
+      The compiled train step.
+
+    Raises:
+      UsageError: `quick_compile` under `pmap`.
+    """
 
     def loss_of(params, batch):
         inputs, targets = batch
@@ -171,7 +194,17 @@ def pad_all_to(graphs: list[GraphsTuple], batch_size: int) -> list[tuple[GraphsT
 def predict_graphs(
     predict, params, inputs: list[GraphsTuple], batch_size: int
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """`predict`'s node and edge outputs for `inputs`, concatenated in order (padding dropped)."""
+    """`predict`'s node and edge outputs for `inputs`, concatenated in order (padding dropped).
+
+    Args:
+      predict: a jitted `(params, padded inputs) -> output graph` (`make_predict`).
+      params: the model's parameters.
+      inputs: the graphs.
+      batch_size: graphs per call.
+
+    Returns:
+      `(nodes [N, C] or None, edges [E, C] or None)` over all graphs in order.
+    """
     nodes, edges = [], []
     for padded, real_nodes, real_edges in pad_all_to(inputs, batch_size):
         output = jax.device_get(predict(params, padded))
@@ -193,6 +226,15 @@ def random_batches(
     The graphs are split over `strategy`'s local devices (`gnkit.parallel.device_batches`:
     whole graphs, balanced, one padded shape from `policy`; on one device, the whole batch
     padded to its bucket) and laid out by `strategy.shard_device_batches`. Host.
+
+    Args:
+      config: the run's config (seed, batch size, training sizes).
+      generate: `(rng, n_graphs, min_size, max_size) -> (inputs, targets)`.
+      policy: the padding buckets.
+      strategy: the data-parallel strategy.
+
+    Returns:
+      `step -> batch` laid out for the strategy.
     """
 
     def make_batch(step: int):
@@ -230,7 +272,22 @@ def run_training(
 ) -> training.TrainingState:
     """Train with `gnkit.train.fit` (resuming from the run's checkpoints) on `options.parallel`'s
     strategy; return the last state. Raises `gnkit.train.TrainingStopped` once a stopped run is
-    saved (`options.should_stop`)."""
+    saved (`options.should_stop`).
+
+    Args:
+      config: the run's config.
+      model: the `EncodeProcessDecode`.
+      example: a small input graph for initialisation.
+      loss_fn: `(per-step outputs, targets) -> loss`, jittable.
+      generate: the task's generator.
+      policy: the padding buckets.
+      evaluate: `params -> metrics` with a `score`, on the monitoring graphs.
+      run_dir: the run directory.
+      options: the command's options.
+
+    Returns:
+      The last `gnkit.train.TrainingState`.
+    """
     strategy = data_parallel(options.parallel)
     step = make_train_step(model, make_optimizer(config), loss_fn, config, strategy)
     checkpoints = run_dir.checkpoint_dir

@@ -55,12 +55,15 @@ def classification_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax
 class ClassificationTask:
     """A node-and-edge labelling demo (sort, shortest path): what differs between them.
 
-    `generate(rng, n_graphs, min_size, max_size) -> (inputs, targets)`; `metrics` is the task's
-    metrics function (it must report `solved`); `example()` a small input graph for
-    initialisation; `typical_edges(size)` about how many edges a graph of `size` nodes has (it
-    sets the bucket ladder's edges-to-nodes ratio); `plot_example(axes, inputs, targets,
-    node_logits, edge_logits, label)` draws one graph's target and the model's outputs for it
-    into two matplotlib axes.
+    Attributes:
+      name: the demo's name (`sort`, `shortest_path`).
+      generate: `(rng, n_graphs, min_size, max_size) -> (inputs, targets)`.
+      metrics: the task's metrics function (it must report `solved`).
+      example: `() -> graph`, a small input graph for initialisation.
+      typical_edges: `size -> edges`, about how many edges a graph of `size` nodes has (it sets
+        the bucket ladder's edges-to-nodes ratio).
+      plot_example: `(axes, inputs, targets, node_logits, edge_logits, label) -> None`, draws
+        one graph's target and the model's outputs for it into two matplotlib axes.
     """
 
     name: str
@@ -77,14 +80,35 @@ def classification_model(config: DemoConfig) -> EncodeProcessDecode:
 
 
 def held_out_set(task: ClassificationTask, config: DemoConfig, sizes: tuple[int, int], index: int):
-    """The fixed `(inputs, targets)` test set number `index` of `eval_graphs` graphs."""
+    """The fixed `(inputs, targets)` test set number `index` of `eval_graphs` graphs.
+
+    Args:
+      task: the labelling task.
+      config: the run's config (seed, `eval_graphs`).
+      sizes: `(min, max)` graph size.
+      index: which test set (its seed).
+
+    Returns:
+      `(inputs, targets)`, lists of graphs.
+    """
     rng = np.random.default_rng([config.seed, 1, index])
     return task.generate(rng, config.eval_graphs, *sizes)
 
 
 def evaluate_classification(task: ClassificationTask, config: DemoConfig, params, inputs, targets):
     """`task.metrics` at the last processing step over all of `inputs`, and the node and edge
-    logits (`[N, 2]`, `[E, 2]`, all graphs in order). Host driver."""
+    logits (`[N, 2]`, `[E, 2]`, all graphs in order). Host driver.
+
+    Args:
+      task: the labelling task.
+      config: the run's config.
+      params: the model's parameters.
+      inputs: the input graphs.
+      targets: their target graphs.
+
+    Returns:
+      `(metrics, node logits [N, 2], edge logits [E, 2])`.
+    """
     predict = make_predict(classification_model(config), config)
     nodes, edges = predict_graphs(predict, params, inputs, config.eval_batch_size)
     target = batch_np(targets)
@@ -103,6 +127,17 @@ def report_classification(
 
     The main figure, `example.png`, shows the first graph of each test set, one row each;
     `training.png` the learning curve.
+
+    Args:
+      task: the labelling task.
+      config: the run's config.
+      params: the parameters reported on.
+      run_dir: the run directory.
+      options: the command's options.
+      extra: entries added to the results (timings, the checkpoint used).
+
+    Returns:
+      The results dict.
     """
     watch = Stopwatch()
     results = {"demo": task.name, **extra, "test": {}}
@@ -143,7 +178,17 @@ def train_classification(
     options: experiments.Options,
 ) -> dict:
     """The `train` verb: train `config` in `run_dir` (resuming), then report on the
-    best-validation checkpoint. Returns the results."""
+    best-validation checkpoint. Returns the results.
+
+    Args:
+      task: the labelling task.
+      config: the run's config.
+      run_dir: the run directory.
+      options: the command's options.
+
+    Returns:
+      The results dict.
+    """
     watch = Stopwatch()
     low = config.train_sizes[0]
     policy = bucket_policy(config.batch_size, low, task.typical_edges(low), config.bucket_growth)
@@ -178,7 +223,17 @@ def evaluate_run(
     run_dir: experiments.RunDir,
     options: experiments.Options,
 ) -> dict:
-    """The `eval` verb: report on the best-validation checkpoint of an earlier run."""
+    """The `eval` verb: report on the best-validation checkpoint of an earlier run.
+
+    Args:
+      task: the labelling task.
+      config: the run's config.
+      run_dir: the run directory.
+      options: the command's options.
+
+    Returns:
+      The results dict.
+    """
     model = classification_model(config)
     params, checkpoint = load_report_checkpoint(model, task.example(), config, run_dir.path)
     return report_classification(task, config, params, run_dir, options, {"checkpoint": checkpoint})

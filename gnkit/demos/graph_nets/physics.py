@@ -97,7 +97,17 @@ def velocity_loss(outputs: list[GraphsTuple], targets: GraphsTuple) -> jax.Array
 
 
 def one_step_mse(config: common_config.DemoConfig, params, inputs, targets) -> float:
-    """The task's `velocity_mse` of the model's next-velocity prediction on `inputs`."""
+    """The task's `velocity_mse` of the model's next-velocity prediction on `inputs`.
+
+    Args:
+      config: the run's config.
+      params: the model's parameters.
+      inputs: the input graphs (positions and velocities).
+      targets: their next-velocity targets.
+
+    Returns:
+      The mean squared velocity error.
+    """
     predict = common.make_predict(model_for(config), config)
     nodes, _ = common.predict_graphs(predict, params, inputs, config.eval_batch_size)
     return mass_spring.metrics(nodes, batch_np(targets))["velocity_mse"]
@@ -116,7 +126,17 @@ def model_step(config: common_config.DemoConfig, params):
 
 
 def rollouts(config: common_config.DemoConfig, params, n_mass: int, index: int):
-    """True and predicted trajectories `[T + 1, N, 5]` of `eval_graphs` chains of `n_mass`."""
+    """True and predicted trajectories `[T + 1, N, 5]` of `eval_graphs` chains of `n_mass`.
+
+    Args:
+      config: the run's config.
+      params: the model's parameters.
+      n_mass: masses per chain.
+      index: which test set (its seed).
+
+    Returns:
+      `(true, predicted)` trajectories, each `[T + 1, N, 5]`.
+    """
     rng = np.random.default_rng([config.seed, 1, index])
     systems = mass_spring.random_systems(
         rng, config.eval_graphs, n_mass, n_mass, ROLLOUT_SPACING, ROLLOUT_SPACING
@@ -154,7 +174,18 @@ def report(
     options: experiments.Options,
     extra: dict,
 ) -> dict:
-    """Roll out on every test chain length, plot, and return the results (with `extra`)."""
+    """Roll out on every test chain length, plot, and return the results (with `extra`).
+
+    Args:
+      config: the run's config.
+      params: the parameters reported on.
+      run_dir: the run directory.
+      options: the command's options.
+      extra: entries added to the results (timings, the checkpoint used).
+
+    Returns:
+      The results dict.
+    """
     watch = common_report.Stopwatch()
     results = {"demo": "physics", **extra, "rollout_steps": ROLLOUT_STEPS, "test": {}}
     panels = []

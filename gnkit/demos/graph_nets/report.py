@@ -35,7 +35,20 @@ def load_report_checkpoint(
     """`(params, info)` of the checkpoint the reports use: `run_dir/checkpoints/best.msgpack`
     (best monitored score), else the latest one. `info` names the file and gives its step, its
     score and the monitored metrics logged at that step (`validation`). `UsageError` naming the
-    file if there is none or it does not fit `config`. Host."""
+    file if there is none or it does not fit `config`. Host.
+
+    Args:
+      model: the `EncodeProcessDecode`.
+      example: a small input graph (the parameters' structure).
+      config: the run's config.
+      run_dir: the run directory.
+
+    Returns:
+      `(params, info)`.
+
+    Raises:
+      UsageError: no checkpoint, or one of another config.
+    """
     directory = Path(run_dir) / "checkpoints"
     path = directory / training.BEST_CHECKPOINT
     if not path.exists():
@@ -82,7 +95,14 @@ class Stopwatch:
 
 def plot_training(metrics_path: Path, path: Path | None, score_key: str, score_label: str) -> None:
     """Training loss and the monitored score against the update, saved to `path` (nothing when
-    `path` is None or there are no metrics)."""
+    `path` is None or there are no metrics).
+
+    Args:
+      metrics_path: the run's `metrics.jsonl`.
+      path: where to save the figure, or None.
+      score_key: the monitored metric drawn.
+      score_label: its axis label.
+    """
     if path is None or not metrics_path.exists():
         return
     rows = training.read_metrics(metrics_path)

@@ -35,7 +35,16 @@ PRESET_NOTES = {
 
 
 def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) -> None:
-    """One graph drawn twice: the true path, and the predicted probabilities of being on it."""
+    """One graph drawn twice: the true path, and the predicted probabilities of being on it.
+
+    Args:
+      axes: two matplotlib axes, target and prediction.
+      inputs: the input graph.
+      targets: its target graph (one-hot node and edge classes).
+      node_logits: the model's node logits `[N, 2]`.
+      edge_logits: the model's edge logits `[E, 2]`.
+      label: the test set's name (its size range).
+    """
     node_probability = np.exp(node_logits[:, 1]) / np.exp(node_logits).sum(-1)
     edge_probability = np.exp(edge_logits[:, 1]) / np.exp(edge_logits).sum(-1)
     positions = inputs.nodes[:, :2]

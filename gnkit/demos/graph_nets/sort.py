@@ -44,7 +44,16 @@ PRESET_NOTES = {
 
 
 def plot_example(axes, inputs, targets, node_logits, edge_logits, label: str) -> None:
-    """True vs predicted "next element" edges of one list, elements in sorted order."""
+    """True vs predicted "next element" edges of one list, elements in sorted order.
+
+    Args:
+      axes: two matplotlib axes, target and prediction.
+      inputs: the input graph.
+      targets: its target graph (one-hot node and edge classes).
+      node_logits: the model's node logits `[N, 2]`.
+      edge_logits: the model's edge logits `[E, 2]`.
+      label: the test set's name (its size range).
+    """
     del node_logits
     n = len(inputs.nodes)
     order = np.argsort(inputs.nodes[:, 0])

@@ -51,7 +51,18 @@ def _run_cpu_minutes(run_dir: experiments.RunDir, name: str) -> float | None:
 
 
 def report_pair(pair: Pair, run_dir: experiments.RunDir, options, data: str, name: str):
-    """Test metrics of the best-validation state, the table, the figure."""
+    """Test metrics of the best-validation state, the table, the figure.
+
+    Args:
+      pair: the (graph, model) `Pair`.
+      run_dir: the run directory.
+      options: the command's options.
+      data: `--data` as given (its last path part names the graph).
+      name: the pair's name in the run directory (`umls_rotate`).
+
+    Returns:
+      The results dict: test metrics at the top level, validation metrics, timings, the curve.
+    """
     state = best_state(pair, run_dir, name)
     test = evaluate_pair(pair, state.params, "test")
     start = time.perf_counter()

@@ -37,7 +37,17 @@ def _penalized(config: KGConfig, model: str) -> bool:
 
 def batch_loss(config: KGConfig, module: KGEmbedding, num_entities: int, graph_input):
     """`(params, triples [B, 3], weights [B], key) -> loss` of the configured recipe, the
-    penalty included. Jittable."""
+    penalty included. Jittable.
+
+    Args:
+      config: the run's config (the recipe and its penalty).
+      module: the pair's `KGEmbedding`.
+      num_entities: entities in the graph (for uniform corruption).
+      graph_input: the R-GCN's input graph, or None.
+
+    Returns:
+      The loss function.
+    """
     scorer = kgraph.get_scorer(module.scorer)
 
     def loss(params, triples, weights, key):
@@ -156,7 +166,17 @@ def _checkpoints(run_dir: experiments.RunDir, name: str) -> Path:
 
 def fit_pair(pair: Pair, run_dir: experiments.RunDir, options: experiments.Options, name: str):
     """Train in `run_dir/checkpoints/<name>` (resuming), validation MRR every
-    `eval_every_epochs` epochs as the score; raises `training.TrainingStopped` on a stop."""
+    `eval_every_epochs` epochs as the score; raises `training.TrainingStopped` on a stop.
+
+    Args:
+      pair: the (graph, model) `Pair`.
+      run_dir: the run directory.
+      options: the command's options.
+      name: the pair's name in the run directory.
+
+    Returns:
+      The final `gnkit.train.TrainingState`.
+    """
     config = pair.config
     state = training.resume_or(initial_state(pair), _checkpoints(run_dir, name))
     if options.progress:

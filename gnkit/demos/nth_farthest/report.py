@@ -32,7 +32,18 @@ def learning_curve(run_dir: experiments.RunDir, name: str) -> dict[str, list[flo
 
 def report(config: NthFarthestConfig, run_dir, options, states, test) -> dict[str, Any]:
     """Test accuracy of each model's final state (`states`) and its best during training,
-    curves, table and figure."""
+    curves, table and figure.
+
+    Args:
+      config: the run's config.
+      run_dir: the run directory (figures go there unless `--plot` says otherwise).
+      options: the command's options.
+      states: `{model name: gnkit.train.TrainingState}`, each model's latest state.
+      test: what the demo's `load_data` returned.
+
+    Returns:
+      The results dict (also the verb's `--json`).
+    """
     results: dict[str, Any] = {
         "test_size": config.test_size,
         "num_objects": config.num_objects,

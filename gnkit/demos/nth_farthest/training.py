@@ -69,7 +69,17 @@ def _answers(model: nn.Module, params, inputs: jax.Array) -> jax.Array:
 
 
 def accuracy(model: nn.Module, params, data: tuple[np.ndarray, np.ndarray], chunk: int = 1000):
-    """Fraction of `data`'s sequences answered right. Host driver."""
+    """Fraction of `data`'s sequences answered right. Host driver.
+
+    Args:
+      model: the Flax module.
+      params: its parameters.
+      data: `(inputs [S, K, F + 3K], targets [S])`.
+      chunk: sequences per call.
+
+    Returns:
+      The fraction answered right.
+    """
     inputs, targets = data
     answer = functools.partial(_answers, model)
     answers = runner.predict_in_chunks(answer, params, inputs.__getitem__, len(targets), chunk)

@@ -17,7 +17,18 @@ from gnkit.tasks import pretty_clevr as task
 
 
 def report(config: PrettyClevrConfig, run_dir, options, states, datasets) -> dict[str, Any]:
-    """Test accuracy per model (per step for the RRN) and number of jumps; table, figures."""
+    """Test accuracy per model (per step for the RRN) and number of jumps; table, figures.
+
+    Args:
+      config: the run's config.
+      run_dir: the run directory (figures go there unless `--plot` says otherwise).
+      options: the command's options.
+      states: `{model name: gnkit.train.TrainingState}`, each model's best validated state.
+      datasets: what the demo's `load_data` returned.
+
+    Returns:
+      The results dict (also the verb's `--json`).
+    """
     test = datasets["test"]
     results: dict[str, Any] = {"test_scenes": config.test_scenes, "models": {}}
     predictions = {}
@@ -97,7 +108,17 @@ def plot_accuracy(results: dict[str, Any], path: Path) -> Path:
 
 def plot_scene(data, predictions: dict[str, np.ndarray], path: Path, question: int | None = None):
     """One test scene with the path of a question (by default the first 7-jump question) and
-    each model's answer (the RRN's after every step)."""
+    each model's answer (the RRN's after every step).
+
+    Args:
+      data: the test split.
+      predictions: `{model name: answers after each step [steps, Q]}`.
+      path: where to save the figure.
+      question: the question to draw (default: the first 7-jump question).
+
+    Returns:
+      `path`.
+    """
     plt = experiments.pyplot()
     if question is None:
         question = int(np.flatnonzero(data["jumps"] == task.NUM_JUMPS - 1)[0])

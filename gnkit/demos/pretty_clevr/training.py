@@ -61,7 +61,17 @@ def answer_fn(name: str, config: PrettyClevrConfig) -> Callable[[Any, dict], jax
 
 def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: int = 1024):
     """The answers of every question of `data` after each step: int `[num_steps, Q]`, from
-    `answers_of = answer_fn(...)`. Host driver."""
+    `answers_of = answer_fn(...)`. Host driver.
+
+    Args:
+      answers_of: the jitted `(params, batch) -> answers [steps, B]` of `answer_fn`.
+      params: the model's parameters.
+      data: a split.
+      chunk: questions per call.
+
+    Returns:
+      int `[num_steps, Q]`.
+    """
     select = functools.partial(question_batch, data)
     return runner.predict_in_chunks(answers_of, params, select, len(data["scene"]), chunk, axis=1)
 

@@ -134,7 +134,15 @@ class CellRelationNetwork(nn.Module):
     (whose sum is unscaled) but for the mean: with the sum, the input of `f` grows with the
     `n^2` pairs. With `pooled_batch_norm`, the pooled features go through batch normalisation
     (named `pooled_norm`) before `f`: the batch's statistics when `train`, else `batch_stats`.
-    Jittable."""
+    Jittable.
+
+    Attributes:
+      pair_features: widths of `g`'s layers.
+      output_features: widths of `f`'s layers (the last: the output).
+      reduction: `mean` or `sum` over the pairs.
+      geometry: whether `g`'s first layer sees each pair's offset and distance.
+      pooled_batch_norm: batch normalisation of the pooled features before `f`.
+    """
 
     pair_features: tuple[int, ...]
     output_features: tuple[int, ...]

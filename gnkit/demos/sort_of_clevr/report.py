@@ -15,7 +15,18 @@ from gnkit.tasks import sort_of_clevr as task
 
 
 def report(config: SortOfClevrConfig, run_dir, options, states, datasets) -> dict[str, Any]:
-    """Test accuracy per model on relational and non-relational questions; table, figures."""
+    """Test accuracy per model on relational and non-relational questions; table, figures.
+
+    Args:
+      config: the run's config.
+      run_dir: the run directory (figures go there unless `--plot` says otherwise).
+      options: the command's options.
+      states: `{model name: gnkit.train.TrainingState}`, each model's best validated state.
+      datasets: what the demo's `load_data` returned.
+
+    Returns:
+      The results dict (also the verb's `--json`).
+    """
     test = datasets["test"]
     minority = task.against_the_majority(
         test["shapes"], test["color"], test["relational"], test["kind"], test["answer"]
@@ -146,7 +157,17 @@ def plot_accuracy(results: dict[str, Any], curves: dict[str, dict], path: Path) 
 
 def plot_examples(data, predictions: dict[str, np.ndarray], path: Path, num_images: int = 8):
     """The first `num_images` test images, each with one question (relational and
-    non-relational in turn), its answer and each model's prediction."""
+    non-relational in turn), its answer and each model's prediction.
+
+    Args:
+      data: the test split (images and questions).
+      predictions: `{model name: answers [I, 20]}`.
+      path: where to save the figure.
+      num_images: how many test images to show.
+
+    Returns:
+      `path`.
+    """
     plt = experiments.pyplot()
     columns = 4
     rows = -(-num_images // columns)

@@ -70,7 +70,17 @@ def calibrated(name: str, config: SortOfClevrConfig, params, train: dict[str, np
     """`params` with the batch-norm statistics (`batch_stats`) of the first `CALIBRATION_IMAGES`
     training images, each with its first non-relational and first relational question, for
     answering in test mode. (The training step normalises by each batch's own statistics and
-    keeps none.) Host driver."""
+    keeps none.) Host driver.
+
+    Args:
+      name: the model's name.
+      config: the run's config.
+      params: its variables (`params` and `batch_stats`).
+      train: the training split.
+
+    Returns:
+      The variables with `batch_stats` replaced.
+    """
     images = np.arange(min(CALIBRATION_IMAGES, len(train["images"])))
     batch = {
         key: value[:, :: task.QUESTIONS_PER_KIND] if value.ndim == 2 else value
@@ -83,14 +93,35 @@ def calibrated(name: str, config: SortOfClevrConfig, params, train: dict[str, np
 
 def predict(answers_of: Callable, params, data: dict[str, np.ndarray], chunk: int = 50):
     """The answers to every question of `data`, int `[I, 20]`, from `answers_of = answer_fn(...)`.
-    Host driver."""
+    Host driver.
+
+    Args:
+      answers_of: the jitted `(params, batch) -> answers` of `answer_fn`.
+      params: the model's variables (batch norm calibrated).
+      data: a split.
+      chunk: images per call.
+
+    Returns:
+      int `[I, 20]`.
+    """
     select = functools.partial(image_batch, data)
     return runner.predict_in_chunks(answers_of, params, select, len(data["images"]), chunk)
 
 
 def answers(name: str, config: SortOfClevrConfig, params, datasets, split: str) -> np.ndarray:
     """Model `name`'s answers to every question of `split`, `[I, 20]`, in test mode (batch norm
-    calibrated on training images). Host driver."""
+    calibrated on training images). Host driver.
+
+    Args:
+      name: the model's name.
+      config: the run's config.
+      params: its trained variables.
+      datasets: every split.
+      split: `valid` or `test`.
+
+    Returns:
+      int `[I, 20]`.
+    """
     params = calibrated(name, config, params, datasets["train"])
     return predict(answer_fn(name, config), params, datasets[split])
 
