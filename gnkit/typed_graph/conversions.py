@@ -3,7 +3,7 @@
 A `GraphsTuple` is a typed graph with one node set and one edge set; the conversions keep the
 batch (counts per graph). `HeteroData` and networkx graphs hold one graph, so those conversions
 take and give typed graphs of one graph (`unbatch` a batch first). Host-only (NumPy); torch and
-networkx are imported on use.
+torch_geometric (the `pyg` extra) and networkx (the `networkx` extra) are imported on use.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _import_torch():
     except ImportError as error:
         raise ImportError(
             "the HeteroData conversions need torch and torch_geometric: pip install "
-            "torch torch_geometric"
+            "'gnkit[pyg]'"
         ) from error
     return torch, torch_geometric.data
 
