@@ -17,6 +17,9 @@ flax, optax, numpy): no demo command line (tyro), no progress bars (rich), no pl
    whole validation set (or `--eval-per-level` puzzles of each level) at `--eval-steps` steps;
 5. `OUT/results.json` (all of the above).
 
+`--costs` prints XLA's FLOP and byte counts per puzzle of the config's model instead (the numbers
+behind the expected throughput in `benchmarks/README.md`).
+
 `--config tiny --probe-batches 4,8 --budget-min 0.3 --eval-per-level 2` runs it end to end on a
 CPU in under a minute (a test does, importing only the GPU image's packages). Host driver.
 """
@@ -34,6 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import gnkit
@@ -199,6 +203,39 @@ def train_for(
     }
 
 
+def _cost(config: SudokuConfig, steps: int, train: bool, batch: int = 8) -> tuple[float, float]:
+    """XLA's `(FLOPs, bytes accessed)` per puzzle of the unrolled model at `steps` steps, the
+    forward pass or (`train`) the gradient of the loss on every step."""
+    model = config.model()
+    quizzes = jnp.zeros((batch, sudoku.NUM_CELLS), jnp.int32)
+
+    def loss(params):
+        logits = model.apply(params, quizzes, steps, scan=False)
+        return jnp.mean(sudoku.cell_loss(logits, quizzes + 1))
+
+    compiled = jax.jit(jax.grad(loss) if train else loss).lower(init_state(config).params)
+    analysis = compiled.compile().cost_analysis()
+    analysis = analysis[0] if isinstance(analysis, list) else analysis
+    return analysis["flops"] / batch, analysis["bytes accessed"] / batch
+
+
+def step_costs(config: SudokuConfig) -> dict:
+    """Per puzzle and message-passing step, as XLA counts them on this backend: FLOPs forward,
+    FLOPs and bytes accessed forward + backward (each the difference between 2 and 1 unrolled
+    steps; a scan's body would be counted once), and the totals of one training puzzle at
+    `config.steps` and of one evaluated puzzle at 64 steps."""
+    (f1, _), (f2, _) = _cost(config, 1, False), _cost(config, 2, False)
+    (g1, b1), (g2, b2) = _cost(config, 1, True), _cost(config, 2, True)
+    return {
+        "forward_flops_per_step": f2 - f1,
+        "train_flops_per_step": g2 - g1,
+        "train_bytes_per_step": b2 - b1,
+        "train_flops_per_puzzle": (2 * g1 - g2) + config.steps * (g2 - g1),
+        "train_bytes_per_puzzle": (2 * b1 - b2) + config.steps * (b2 - b1),
+        "eval64_flops_per_puzzle": (2 * f1 - f2) + 64 * (f2 - f1),
+    }
+
+
 def full_evaluation(model_dir: Path, per_level: int | None, steps: int, batch_size: int) -> dict:
     """The model in `model_dir` on the validation set (all 1,000 puzzles of each givens level
     17-34, or the first `per_level`) at `steps` steps: overall and per-level accuracies, the
@@ -251,7 +288,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--eval-per-level", type=int, help="default: all 1,000 per level")
     parser.add_argument("--eval-steps", type=int, default=64)
     parser.add_argument("--eval-batch", type=int, default=1000)
+    parser.add_argument("--costs", action="store_true", help="print XLA's cost counts and stop")
     args = parser.parse_args(argv)
+    if args.costs:
+        costs = step_costs(device_config(args.config, precision="f32"))
+        print(json.dumps(costs, indent=2))
+        return costs
     started = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict = {"device": device_description(), "config": args.config}

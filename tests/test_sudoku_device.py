@@ -69,3 +69,17 @@ def test_tiny_run_end_to_end_with_only_the_gpu_images_packages(tmp_path):
     owners = distributions_of(names)
     outside = {name: dists for name, dists in owners.items() if not dists & image_closure(())}
     assert not outside, f"imported from outside the GPU image: {outside}"
+
+
+@pytest.mark.slow
+def test_cost_counts_grow_by_one_step_per_step_and_the_gradient_costs_about_three_forwards():
+    tiny = sudoku_device.device_config("tiny")
+    flops = [sudoku_device._cost(tiny, steps, train=False)[0] for steps in (1, 2, 3)]
+    # XLA fuses the loss's per-step terms a little differently at each length: within 5%.
+    assert flops[2] - flops[1] == pytest.approx(flops[1] - flops[0], rel=0.05)
+    costs = sudoku_device.step_costs(tiny)
+    assert costs["forward_flops_per_step"] == pytest.approx(flops[1] - flops[0], rel=1e-6)
+    assert 2.0 < costs["train_flops_per_step"] / costs["forward_flops_per_step"] < 4.0
+    per_puzzle = costs["train_flops_per_puzzle"]
+    assert tiny.steps * costs["train_flops_per_step"] < per_puzzle
+    assert per_puzzle < (tiny.steps + 1) * costs["train_flops_per_step"]
