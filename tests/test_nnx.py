@@ -229,6 +229,20 @@ def test_twin_built_from_sizes_has_the_linen_layout(name):
     )
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_twin_traces_to_the_linen_program(name):
+    """The split twin, merged inside the traced function, gives the linen apply's jaxpr: the
+    same operations on the same parameter leaves, so the same compiled step."""
+    case = CASES[name]
+    variables = _random_variables(case)
+    graphdef, state = nnx.split(gx.from_linen(case.module, variables))
+    linen_program = jax.make_jaxpr(
+        lambda params: case.module.apply({"params": params}, *case.args, method=case.method)
+    )(variables["params"])
+    nnx_program = jax.make_jaxpr(lambda state: _call(nnx.merge(graphdef, state), case))(state)
+    assert str(nnx_program) == str(linen_program)
+
+
 def test_padding_rows_do_not_change_real_outputs():
     twin = gx.GraphNetwork((4,), (4,), (2,), in_node_features=3, in_edge_features=2,
                            in_global_features=4, rngs=nnx.Rngs(0))
