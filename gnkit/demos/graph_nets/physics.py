@@ -17,6 +17,7 @@ default config here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,31 +36,21 @@ from gnkit.tasks import mass_spring
 ROLLOUT_STEPS = 50
 ROLLOUT_SPACING = 0.5
 
+DEFAULT = common_config.DemoConfig(
+    updates=6000,
+    batch_size=256,
+    steps=1,
+    eval_steps=1,
+    train_sizes=(5, 8),
+    test_sizes=((4, 4), (9, 9)),
+    eval_graphs=100,
+    eval_batch_size=100,
+    monitor_graphs=200,
+    eval_every_updates=1000,
+)
 CONFIGS = {
-    "default": common_config.DemoConfig(
-        updates=6000,
-        batch_size=256,
-        steps=1,
-        eval_steps=1,
-        train_sizes=(5, 8),
-        test_sizes=((4, 4), (9, 9)),
-        eval_graphs=100,
-        eval_batch_size=100,
-        monitor_graphs=200,
-        eval_every_updates=1000,
-    ),
-    "quick": common_config.DemoConfig(
-        updates=1000,
-        batch_size=256,
-        steps=1,
-        eval_steps=1,
-        train_sizes=(5, 8),
-        test_sizes=((4, 4), (9, 9)),
-        eval_graphs=100,
-        eval_batch_size=100,
-        monitor_graphs=200,
-        eval_every_updates=250,
-    ),
+    "default": DEFAULT,
+    "quick": dataclasses.replace(DEFAULT, updates=1000, eval_every_updates=250),
     "tiny": common_config.tiny_config(
         4,
         batch_size=16,
