@@ -5,8 +5,6 @@ The public API, flat. jraph 0.0.6's public names are all here with jraph's meani
 modules, `gnkit.nn`, load on first use, so `import gnkit` alone does not import Flax.
 """
 
-import importlib
-
 from gnkit import aggregators, parallel, typed_graph
 from gnkit.attention import (
     gat,
@@ -274,5 +272,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in ("nn", "nnx"):
+        import importlib
+
         return importlib.import_module(f"gnkit.{name}")
     raise AttributeError(f"module 'gnkit' has no attribute {name!r}")
