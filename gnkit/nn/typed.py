@@ -35,6 +35,14 @@ class TypedGraphNetwork(nn.Module):
     are left out of the concatenations. MLPs are `gnkit.nn.MLP` with `activation` between
     layers and none after the last; they are named by the set (`edge_<name>`, `node_<name>`,
     `context`). Features must be arrays `[rows, F]`. Jittable.
+
+    Attributes:
+      edge_features: the edge MLPs' layer widths.
+      node_features: the node MLPs' layer widths.
+      context_features: the context MLP's layer widths, or None for no context update.
+      use_sent_edges: whether node updates also read the aggregates of their outgoing edges.
+      aggregator: the gnkit aggregator of the edge-to-node and per-graph reductions.
+      activation: between the MLPs' layers.
     """
 
     edge_features: Sequence[int]

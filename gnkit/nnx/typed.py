@@ -29,7 +29,17 @@ def sample_typed_graph(
 ) -> TypedGraph:
     """A typed graph of one graph with one node per node set (zero features of the given
     widths) and one edge per edge set (node 0 to node 0; zero features where
-    `in_edge_features` gives a width). The input that initialises a typed twin's linen module."""
+    `in_edge_features` gives a width). The input that initialises a typed twin's linen module.
+
+    Args:
+      in_node_features: `{node set: feature width}`.
+      edge_sets: the `EdgeSetKey`s; each must join node sets of `in_node_features`.
+      in_edge_features: `{EdgeSetKey: feature width}` for edge sets with features, or None.
+      in_context_features: the context's feature width, or None for no context features.
+
+    Returns:
+      A `TypedGraph` of one graph.
+    """
     in_edge_features = dict(in_edge_features or {})
     one = jnp.ones((1,), jnp.int32)
     nodes = {name: NodeSet(one, jnp.zeros((1, width))) for name, width in in_node_features.items()}
@@ -57,7 +67,18 @@ class TypedGraphNetwork(_TypedLayer, linen=typed.TypedGraphNetwork):
     """A typed graph-network step (`gnkit.nn.TypedGraphNetwork`) for the given schema.
 
     `**options` are the linen twin's other attributes (`context_features`, `use_sent_edges`,
-    `aggregator`, `activation`)."""
+    `aggregator`, `activation`).
+
+    Args:
+      in_node_features: `{node set: feature width}`.
+      edge_sets: the `EdgeSetKey`s of the schema.
+      edge_features: the edge MLPs' layer widths.
+      node_features: the node MLPs' layer widths.
+      rngs: the `nnx.Rngs` the parameters are drawn from.
+      in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
+      in_context_features: the context's width, or None.
+      **options: the linen twin's other attributes.
+    """
 
     def __init__(
         self,
@@ -82,7 +103,16 @@ class HeteroConv(_TypedLayer, linen=typed.HeteroConv):
     """Linen layers per edge set, combined per receiving node set (`gnkit.nn.HeteroConv`).
 
     `layers` maps edge set names (as `gnkit.nn.HeteroConv`) to linen layer specs such as
-    `gnkit.nn.GraphSAGE(16)`; their parameters are created here, for the given schema."""
+    `gnkit.nn.GraphSAGE(16)`; their parameters are created here, for the given schema.
+
+    Args:
+      in_node_features: `{node set: feature width}`.
+      edge_sets: the `EdgeSetKey`s of the schema.
+      layers: `{edge set name: linen layer}`.
+      rngs: the `nnx.Rngs` the parameters are drawn from.
+      aggregate: 'sum', 'mean' or 'max' per receiving node set.
+      in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
+    """
 
     def __init__(
         self,
@@ -110,7 +140,19 @@ def to_hetero(
     """A typed `HeteroConv` with a freshly initialised copy of `layer` per edge set.
 
     `layer` is a linen layer spec (`gnkit.nn.GraphSAGE(16)`) or a `gnkit.nnx` twin, whose
-    architecture (not its weights) is copied, as `gnkit.nn.to_hetero`."""
+    architecture (not its weights) is copied, as `gnkit.nn.to_hetero`.
+
+    Args:
+      layer: the homogeneous layer spec.
+      in_node_features: `{node set: feature width}`.
+      edge_sets: the `EdgeSetKey`s of the schema; each gets a copy of `layer`.
+      rngs: the `nnx.Rngs` the parameters are drawn from.
+      aggregate: 'sum', 'mean' or 'max' per receiving node set.
+      in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
+
+    Returns:
+      A `HeteroConv` twin.
+    """
     spec = layer.linen_module if isinstance(layer, Twin) else layer
     keys = list(edge_sets)
     linen = typed.to_hetero(spec, keys, aggregate)
@@ -120,8 +162,15 @@ def to_hetero(
 
 class TypedRGCN(_TypedLayer, linen=typed.TypedRGCN):
     """R-GCN over edge sets (`gnkit.nn.TypedRGCN`) for the given schema: node set `t` maps
-    `[N_t, in_node_features[t]] -> [N_t, features]`. `**options`: `self_loop`,
-    `normalization`."""
+    `[N_t, in_node_features[t]] -> [N_t, features]`.
+
+    Args:
+      in_node_features: `{node set: feature width}`.
+      edge_sets: the `EdgeSetKey`s of the schema.
+      features: the output width.
+      rngs: the `nnx.Rngs` the parameters are drawn from.
+      **options: `self_loop`, `normalization`.
+    """
 
     def __init__(
         self,

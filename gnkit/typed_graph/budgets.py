@@ -35,6 +35,13 @@ class BucketPolicy:
     set climbs its own ladder: tighter padding, more shapes. Room for the padding graph and a
     padding node per node set is included.
 
+    Attributes:
+      growth: the ladder's ratio between rungs, > 1.
+      min_nodes: rung 0 of every node set, or `{node set: size}`.
+      min_edges: rung 0 of every edge set, or `{EdgeSetKey or unique name: size}`.
+      min_graphs: rung 0 of the number of graphs, >= 2.
+      shared_rung: whether every size climbs to the highest rung any of them needs.
+
     Example:
         Three graphs of 40 nodes and 10 edges in all need 41 nodes and 4 graphs with padding;
         the node ladder 16, 28, 47 puts 41 on rung 2, and the shared rung lifts the edges to

@@ -65,6 +65,16 @@ def typed_graph_network(
 
     Sets without an update keep their features; edge sets without features are left out of
     the aggregates. Jittable.
+
+    Args:
+      update_edge_fn: `{EdgeSetKey or unique name: edge update}`.
+      update_node_fn: `{node set name: node update}`.
+      update_context_fn: the context update, or None to keep the context.
+      aggregator: a gnkit aggregator (name or callable) for the edge-to-node and the per-graph
+        reductions.
+
+    Returns:
+      A function `TypedGraph -> TypedGraph`.
     """
 
     def apply(graph: TypedGraph) -> TypedGraph:

@@ -31,6 +31,15 @@ def device_batches(
     `budget` when given (on many hosts every process must give the same one), else the largest
     device batch per set plus its padding, rounded up by `policy` when given. Needs at least
     `num_devices` graphs. Host-only.
+
+    Args:
+      graphs: the typed graphs of one step, one graph each.
+      num_devices: how many batches to make (this process's devices).
+      policy: rounds the shared budget up to a bucket; or None.
+      budget: the exact shared budget; or None.
+
+    Returns:
+      `num_devices` padded `TypedGraph`s of one shape, for `strategy.shard_device_batches`.
     """
     if len(graphs) < num_devices:
         raise ValueError(f"{len(graphs)} graphs cannot fill {num_devices} devices.")
