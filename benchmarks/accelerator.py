@@ -20,10 +20,11 @@ so a window cut short keeps everything measured so far:
 5. `validation`: all 18,000 validation puzzles (or `--eval-per-level` of each level) at
    `--eval-steps` steps, per givens level.
 
-Imports only what a JAX + torch GPU image holds (no tyro, rich or matplotlib; jraph comes from a
-pure-Python wheel in `--wheels` when the image lacks it). On a CPU, `--config tiny --bench-quick
---bench-only w1 --budget-min 0.4 --eval-per-level 1` runs every stage in about a minute (a test
-does, importing only the GPU image's packages). Host driver.
+Imports only what a JAX + torch GPU image holds (no tyro, rich or matplotlib; where the image
+lacks jraph, the suite gets it from a wheel in `--wheels`, unpacked into `OUT/benchmarks/site`).
+On a CPU, `--config tiny --bench-quick --bench-only w1 --budget-min 0.4 --eval-per-level 1` runs
+every stage in about a minute (a test does, importing only the GPU image's packages). Host
+driver.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import zipfile  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -140,13 +142,17 @@ def write(out: Path, results: dict) -> None:
     (out / "results.md").write_text(markdown(results))
 
 
-def bench_environment(wheels: Path) -> dict:
-    """This process's environment, with the pure-Python wheels in `wheels` on `PYTHONPATH` when
-    the image lacks jraph (Python imports a pure-Python wheel as a zip)."""
+def bench_environment(wheels: Path, site: Path) -> dict:
+    """This process's environment for the suite's child. Where the image lacks jraph, the
+    pure-Python wheels in `wheels` are unpacked into `site` (a wheel is a zip of its files) and
+    `site` goes first on `PYTHONPATH`: nothing is installed into the image."""
     env = dict(os.environ)
-    if importlib.util.find_spec("jraph") is None:
-        found = [str(path.resolve()) for path in sorted(wheels.glob("*.whl"))]
-        env["PYTHONPATH"] = os.pathsep.join(found + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
+    found = sorted(wheels.glob("*.whl"))
+    if importlib.util.find_spec("jraph") is None and found:
+        for wheel in found:
+            zipfile.ZipFile(wheel).extractall(site)
+        env["PYTHONPATH"] = os.pathsep.join([str(site.resolve()), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = env["PYTHONPATH"].strip(os.pathsep)
     return env
 
 
@@ -156,11 +162,13 @@ def run_benchmarks(out: Path, only: str, quick: bool, seconds: float, wheels: Pa
     Returns `{"status", "seconds", "summary", "workloads", "errors"}` from its `results.json`
     (`summary`: the best-vs-best rows); a child stopped at the limit keeps the workloads it
     finished."""
-    command = [sys.executable, "-m", "benchmarks.device", str(out), "--only", only]
+    command = [sys.executable, "-m", "benchmarks.device", str(out.resolve()), "--only", only]
     command += ["--quick"] if quick else []
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, env=bench_environment(wheels), timeout=seconds)
+        env = bench_environment(wheels, out / "site")
+        root = Path(__file__).resolve().parents[1]
+        done = subprocess.run(command, env=env, cwd=root, timeout=seconds)
         status = "finished" if done.returncode == 0 else f"exit status {done.returncode}"
     except subprocess.TimeoutExpired:
         status = f"stopped at the {seconds:g} s limit"

@@ -1,11 +1,13 @@
 """Running a script as the GPU image would: only its packages importable, and a list of what the
 script imported (`tests/import_blocker/sitecustomize.py` does the blocking and the listing)."""
 
+import importlib
 import importlib.metadata
 import os
 import pathlib
 import subprocess
 import sys
+import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BLOCKER = ROOT / "tests" / "import_blocker"
@@ -16,7 +18,8 @@ sys.path.remove(str(BLOCKER))
 
 # The accelerator image (Python 3.12): jax with CUDA, flax, optax, chex, orbax, numpy, torch with
 # CUDA, torch-geometric, and what they require. jraph is not there: the benchmark suite gets it
-# from a carried pure-Python wheel (`benchmarks/accelerator.py --wheels`).
+# from a carried pure-Python wheel (`benchmarks/accelerator.py --wheels`); `CARRIED` lets a test
+# treat it as installed instead.
 IMAGE_PACKAGES = (
     "jax", "jaxlib", "flax", "optax", "chex", "orbax-checkpoint", "numpy", "torch",
     "torch-geometric",
@@ -41,20 +44,32 @@ def run_as_image(args: list[str], log_dir: pathlib.Path, timeout: float, carried
     )
 
 
-def imported_outside_gnkit(log_dir: pathlib.Path) -> dict[str, list[str]]:
+def imported_outside_gnkit(log_dir: pathlib.Path) -> dict[str, dict[str, str]]:
     """Per interpreter (log file name), the top-level modules it loaded that are neither
-    gnkit's, the repository's, the standard library's nor the interpreter's own."""
+    gnkit's, the repository's, the standard library's nor the interpreter's own, with the file
+    each came from."""
     lists = {}
     for path in sorted(log_dir.glob("imports.*")):
-        names = path.read_text().split()
-        lists[path.name] = [
-            name
-            for name in names
+        rows = [line.split("\t") for line in path.read_text().splitlines() if line]
+        lists[path.name] = {
+            name: where
+            for name, where in rows
             if name not in sys.stdlib_module_names
             and not name.startswith("_")
             and name not in {"gnkit", "benchmarks", "tests"} | INTERPRETER_MODULES
-        ]
+        }
     return lists
+
+
+def wheel_of(package: str, folder: pathlib.Path) -> pathlib.Path:
+    """The installed `package` zipped as a pure-Python wheel file in `folder`, as a checkout
+    would carry it (what the accelerator plan unpacks; `pip download` makes the real one)."""
+    source = pathlib.Path(importlib.import_module(package).__file__).parent
+    wheel = folder / f"{package}-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in source.rglob("*.py"):
+            archive.write(path, path.relative_to(source.parent))
+    return wheel
 
 
 def distributions_of(modules: list[str]) -> dict[str, set[str]]:

@@ -2,9 +2,16 @@
 size on the CPU with only the GPU image's packages importable, and its pieces."""
 
 import json
+import os
 
 import pytest
-from _gpu_image import distributions_of, image_closure, imported_outside_gnkit, run_as_image
+from _gpu_image import (
+    distributions_of,
+    image_closure,
+    imported_outside_gnkit,
+    run_as_image,
+    wheel_of,
+)
 
 from benchmarks import accelerator
 from gnkit.demos import sudoku as demo
@@ -15,9 +22,13 @@ PLAN += ["--eval-per-level", "1", "--checkpoint-every-s", "5"]
 
 
 def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_path):
-    out, logs = tmp_path / "out", tmp_path / "logs"
+    """As in a window: the image's packages only, jraph from a carried wheel."""
+    out, logs, wheels = tmp_path / "out", tmp_path / "logs", tmp_path / "wheels"
     logs.mkdir()
-    done = run_as_image(PLAN + ["--out", str(out)], logs, timeout=600)
+    wheels.mkdir()
+    wheel_of("jraph", wheels)
+    argv = PLAN + ["--out", str(out), "--wheels", str(wheels)]
+    done = run_as_image(argv, logs, timeout=600, carried=())
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["done"] == list(accelerator.STAGES)
@@ -41,17 +52,20 @@ def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_pa
     page = (out / "results.md").read_text()
     assert "| givens | puzzles | solved |" in page and "All stages done." in page
 
-    # Two interpreters, the plan and the benchmark suite; the plan's Sudoku path needs no
-    # jraph; every module from outside gnkit belongs to the image (or is jraph, carried).
+    # Two interpreters, the plan and the benchmark suite. The plan's Sudoku path needs no jraph;
+    # the suite's jraph is the unpacked wheel; every other module from outside gnkit belongs to
+    # the image.
     imported = imported_outside_gnkit(logs)
     assert len(imported) == 2, sorted(imported)
-    plan, suite = sorted(imported.values(), key=lambda names: "torch_geometric" in names)
+    plan, suite = sorted(imported.values(), key=lambda modules: "torch_geometric" in modules)
     assert "jraph" not in plan and {"jax", "flax", "optax", "numpy"} <= set(plan)
     assert {"jraph", "torch", "torch_geometric"} <= set(suite)
-    allowed = image_closure()
-    for names in (plan, suite):
-        assert not {"tyro", "matplotlib"} & set(names)
-        owners = distributions_of(names)
+    site = out / "benchmarks" / "site"
+    assert suite.pop("jraph").startswith(str(site))
+    allowed = image_closure(())
+    for modules in (plan, suite):
+        assert not {"tyro", "matplotlib"} & set(modules)
+        owners = distributions_of(list(modules))
         outside = {name: dists for name, dists in owners.items() if not dists & allowed}
         assert not outside, f"imported from outside the GPU image: {outside}"
 
@@ -74,7 +88,7 @@ def test_the_blocker_refuses_the_demo_extras_and_packages_outside_the_image(tmp_
         "except ImportError as error:\n"
         "    print('rich:', error)\n"
     )
-    done = run_as_image(["-c", probe], tmp_path, timeout=120)
+    done = run_as_image(["-c", probe], tmp_path, timeout=120, carried=())
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[:4] == ["tyro blocked", "matplotlib blocked", "pandas blocked", "pandas spec None"]
@@ -127,13 +141,17 @@ def test_a_benchmark_run_past_its_limit_is_stopped_and_recorded(tmp_path):
     assert "summary" not in record  # it finished no workload
 
 
-def test_wheels_go_on_the_path_only_where_jraph_is_missing(tmp_path, monkeypatch):
-    (tmp_path / "jraph-0.0.6.dev0-py3-none-any.whl").write_bytes(b"")
+def test_wheels_are_unpacked_onto_the_path_only_where_jraph_is_missing(tmp_path, monkeypatch):
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    wheels.mkdir()
+    wheel_of("jraph", wheels)
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
-    assert accelerator.bench_environment(tmp_path)["PYTHONPATH"] == "/somewhere"
+    assert accelerator.bench_environment(wheels, site)["PYTHONPATH"] == "/somewhere"
+    assert not site.exists()
     monkeypatch.setattr(accelerator.importlib.util, "find_spec", lambda name: None)
-    path = accelerator.bench_environment(tmp_path)["PYTHONPATH"].split(":")
-    assert path == [str(tmp_path / "jraph-0.0.6.dev0-py3-none-any.whl"), "/somewhere"]
+    path = accelerator.bench_environment(wheels, site)["PYTHONPATH"].split(os.pathsep)
+    assert path == [str(site), "/somewhere"]
+    assert (site / "jraph" / "__init__.py").is_file() and (site / "jraph" / "_src").is_dir()
 
 
 @pytest.mark.parametrize("name", ["gpu", "tiny"])
