@@ -1,6 +1,7 @@
 """Sphinx configuration for gnkit's documentation: API reference and guides."""
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))
@@ -26,6 +27,7 @@ root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 
 # Docstrings write code as `name` (Markdown style); show it as code rather than as a citation.
+# Code that names a documented object becomes a link to it (`_link_code_names` below).
 default_role = "code"
 
 autosummary_generate = False
@@ -49,6 +51,8 @@ html_theme_options = {
     "use_repository_button": False,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # One search box, the sidebar's: none in the header bar as well.
+    "navbar_persistent": [],
 }
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
@@ -145,7 +149,71 @@ def _drop_type_doc(app, what, name, obj, options, lines):
         lines[:] = []
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\(\))?")
+_LINKED_TYPES = ("class", "function", "exception", "data", "module")
+_PREFIXES = {"gn.": "gnkit.", "nn.": "gnkit.nn.", "nnx.": "gnkit.nnx."}
+
+
+def _index_objects(domain):
+    """`(full names, {last component: full names})` of the documented Python objects."""
+    objects = domain.objects
+    by_last = {}
+    for name, entry in objects.items():
+        if entry.objtype in _LINKED_TYPES:
+            by_last.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+    return objects, by_last
+
+
+def _target(text, objects, by_last):
+    """The documented object that inline code `text` names, or None.
+
+    `gnkit.x.y`, `gn.y`, `nn.Y` and `name()` are read as full names; a bare `Name` links when
+    one package-level object has that name (`gnkit.Name`, else the shortest full name, the
+    first in alphabetical order among equals); attributes and methods only by full name.
+    """
+    if not _NAME.fullmatch(text):
+        return None
+    name = text.removesuffix("()")
+    for short, full in _PREFIXES.items():
+        if name.startswith(short):
+            name = full + name[len(short) :]
+    for candidate in (name, f"gnkit.{name}"):
+        if candidate in objects:
+            return candidate
+    if "." in name:
+        return None
+    found = by_last.get(name, [])
+    return min(found, key=lambda full: (full.count("."), full)) if found else None
+
+
+def _link_code_names(app, doctree, docname):
+    """Turn inline code naming a documented object into a link to its API entry (HTML only).
+
+    MyST writes `name` as inline code and the docstrings' default role does the same, so
+    neither links by itself; text that names nothing documented stays plain code.
+    """
+    from docutils import nodes
+
+    if app.builder.format != "html":
+        return
+    objects, by_last = _index_objects(app.env.get_domain("py"))
+    for literal in list(doctree.findall(nodes.literal)):
+        if isinstance(literal.parent, nodes.reference) or "xref" in literal["classes"]:
+            continue
+        target = _target(literal.astext(), objects, by_last)
+        if target is None:
+            continue
+        entry = objects[target]
+        uri = app.builder.get_relative_uri(docname, entry.docname) + "#" + entry.node_id
+        if entry.docname == docname:
+            uri = "#" + entry.node_id
+        reference = nodes.reference("", "", internal=True, refuri=uri, reftitle=target)
+        literal.replace_self(reference)
+        reference += literal
+
+
 def setup(app):
+    app.connect("doctree-resolved", _link_code_names)
     app.connect("autodoc-process-docstring", _drop_type_doc)
     app.connect("autodoc-process-docstring", _drop_object_call_doc)
     app.connect("autodoc-process-signature", _module_signature)
