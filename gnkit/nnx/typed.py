@@ -3,7 +3,7 @@
 The linen modules read the schema (which node and edge sets exist) from the graph they are
 applied to; an NNX module creates its parameters at construction, so these twins take the
 schema and the input widths instead: `in_node_features` (`{node set: width}`), `edge_sets`
-(the `EdgeSetKey`s), and where used `in_edge_features` (`{EdgeSetKey: width}`) and
+(the edge set keys), and where used `in_edge_features` (`{EdgeSetKey: width}`) and
 `in_context_features`. `sample_typed_graph` builds the one-node-per-set graph that initialises
 the linen twin. Weights move both ways with `from_linen` / `to_linen_variables`.
 """
@@ -33,7 +33,7 @@ def sample_typed_graph(
 
     Args:
       in_node_features: `{node set: feature width}`.
-      edge_sets: the `EdgeSetKey`s; each must join node sets of `in_node_features`.
+      edge_sets: the edge set keys; each must join node sets of `in_node_features`.
       in_edge_features: `{EdgeSetKey: feature width}` for edge sets with features, or None.
       in_context_features: the context's feature width, or None for no context features.
 
@@ -71,13 +71,12 @@ class TypedGraphNetwork(_TypedLayer, linen=typed.TypedGraphNetwork):
 
     Args:
       in_node_features: `{node set: feature width}`.
-      edge_sets: the `EdgeSetKey`s of the schema.
+      edge_sets: the edge set keys of the schema.
       edge_features: the edge MLPs' layer widths.
       node_features: the node MLPs' layer widths.
       rngs: the `nnx.Rngs` the parameters are drawn from.
       in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
       in_context_features: the context's width, or None.
-      **options: the linen twin's other attributes.
     """
 
     def __init__(
@@ -107,7 +106,7 @@ class HeteroConv(_TypedLayer, linen=typed.HeteroConv):
 
     Args:
       in_node_features: `{node set: feature width}`.
-      edge_sets: the `EdgeSetKey`s of the schema.
+      edge_sets: the edge set keys of the schema.
       layers: `{edge set name: linen layer}`.
       rngs: the `nnx.Rngs` the parameters are drawn from.
       aggregate: 'sum', 'mean' or 'max' per receiving node set.
@@ -145,7 +144,7 @@ def to_hetero(
     Args:
       layer: the homogeneous layer spec.
       in_node_features: `{node set: feature width}`.
-      edge_sets: the `EdgeSetKey`s of the schema; each gets a copy of `layer`.
+      edge_sets: the edge set keys of the schema; each gets a copy of `layer`.
       rngs: the `nnx.Rngs` the parameters are drawn from.
       aggregate: 'sum', 'mean' or 'max' per receiving node set.
       in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
@@ -162,14 +161,14 @@ def to_hetero(
 
 class TypedRGCN(_TypedLayer, linen=typed.TypedRGCN):
     """R-GCN over edge sets (`gnkit.nn.TypedRGCN`) for the given schema: node set `t` maps
-    `[N_t, in_node_features[t]] -> [N_t, features]`.
+    `[N_t, in_node_features[t]] -> [N_t, features]`; `**options` are the linen twin's other
+    attributes (`self_loop`, `normalization`).
 
     Args:
       in_node_features: `{node set: feature width}`.
-      edge_sets: the `EdgeSetKey`s of the schema.
+      edge_sets: the edge set keys of the schema.
       features: the output width.
       rngs: the `nnx.Rngs` the parameters are drawn from.
-      **options: `self_loop`, `normalization`.
     """
 
     def __init__(

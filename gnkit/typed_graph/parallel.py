@@ -39,7 +39,7 @@ def device_batches(
       budget: the exact shared budget; or None.
 
     Returns:
-      `num_devices` padded `TypedGraph`s of one shape, for `strategy.shard_device_batches`.
+      `num_devices` padded typed graphs of one shape, for `strategy.shard_device_batches`.
     """
     if len(graphs) < num_devices:
         raise ValueError(f"{len(graphs)} graphs cannot fill {num_devices} devices.")

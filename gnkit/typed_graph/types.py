@@ -160,7 +160,7 @@ def resolve_edge_key(edges: Mapping[EdgeSetKey, object], key: EdgeSetKey | str) 
 
 
 def edge_keys_by(mapping: Mapping, edges: Mapping[EdgeSetKey, object], what: str) -> dict:
-    """`mapping` with its keys (EdgeSetKeys or unique names) resolved to `EdgeSetKey`s.
+    """`mapping` with its keys (EdgeSetKeys or unique names) resolved to edge set keys.
 
     `what` names the argument in the error for a key that matches no edge set.
     """
