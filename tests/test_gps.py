@@ -442,5 +442,7 @@ def test_gps_names_bad_arguments():
         )
     with pytest.raises(ValueError, match="pass laplacian_pe exactly when laplacian_features > 0"):
         jax.eval_shape(GPS(8, 1, 1, 8, laplacian_features=2).init, jax.random.key(0), batch)
+    with pytest.raises(ValueError, match="local must be 'gine', a linen module or None"):
+        jax.eval_shape(GPSLayer(1, 8, local="gcn").init, jax.random.key(0), batch)
     with pytest.raises(ValueError, match="norm must be one of"):
         jax.eval_shape(GPSLayer(1, 8, norm="group_norm").init, jax.random.key(0), batch)

@@ -117,7 +117,11 @@ class GPSLayer(nn.Module):
 
         combined = 0.0
         local = self.local
-        if local == "gine":
+        if isinstance(local, str):
+            if local != "gine":
+                raise ValueError(
+                    f"GPSLayer: local must be 'gine', a linen module or None, got {local!r}."
+                )
             local = GINE((width, width), name="local")
         if local is not None:
             h = dropout(local(graph).nodes) + x
