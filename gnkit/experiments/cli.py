@@ -164,18 +164,22 @@ def _overrides(demo: Demo, args: argparse.Namespace) -> tuple[dict, dict[str, st
     return changes, sources
 
 
-def _resolve(demo: Demo, verb: Verb, args: argparse.Namespace) -> tuple[Any, RunDir | None]:
-    """The verb's config (checked) and run directory (checked, not yet written)."""
+def _resolve(
+    demo: Demo, verb: Verb, args: argparse.Namespace
+) -> tuple[Any, RunDir | None, str | None]:
+    """The verb's config (checked), run directory (checked, not yet written) and the preset
+    the config started from (None when it came from the run directory's `config.json`)."""
     if not verb.configured:
-        return None, None
+        return None, None, None
     earlier = open_existing(args.run_dir, demo.config_type) if verb.run_dir == "existing" else None
-    if earlier is not None:
-        base = earlier.config
-    elif args.config is None:
-        saved = saved_config(args.run_dir, demo.config_type) if verb.run_dir else None
-        base = saved or demo.presets[demo.default]
+    saved = None
+    if earlier is None and args.config is None and verb.run_dir is not None:
+        saved = saved_config(args.run_dir, demo.config_type)
+    if earlier is not None or saved is not None:
+        preset, base = None, earlier.config if earlier is not None else saved
     else:
-        base = demo.presets[args.config]
+        preset = args.config or demo.default
+        base = demo.presets[preset]
     changes, sources = _overrides(demo, args)
     try:
         config = dataclasses.replace(base, **changes)
@@ -183,8 +187,8 @@ def _resolve(demo: Demo, verb: Verb, args: argparse.Namespace) -> tuple[Any, Run
         raise UsageError(f"{'; '.join(sources.values())}: {error}") from None
     check_config(config, sources)
     if verb.run_dir == "create":
-        return config, open_for_config(args.run_dir, config)
-    return config, earlier
+        return config, open_for_config(args.run_dir, config), preset
+    return config, earlier, preset
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -194,11 +198,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_writable(args.plot, "--plot", directory=False)
 
 
-def _options(args: argparse.Namespace, should_stop: StopRequest) -> Options:
+def _options(args: argparse.Namespace, preset: str | None, should_stop: StopRequest) -> Options:
     own = {key: value for key, value in vars(args).items() if key not in _COMMON}
     return Options(
         verb=args.verb,
-        preset=getattr(args, "config", None),
+        preset=preset,
         parallel=getattr(args, "parallel", "single"),
         json_path=args.json,
         plot=args.plot,
@@ -320,7 +324,7 @@ def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
     tuning.use_fast_allocator_for_training()
     args = _parse(demo, argv)
     verb = demo.verb(args.verb)
-    config, run_dir = _resolve(demo, verb, args)
+    config, run_dir, preset = _resolve(demo, verb, args)
     stdout = sys.stdout
     human = sys.stderr if args.json == "-" else sys.stdout
     try:
@@ -331,7 +335,7 @@ def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
             if run_dir is not None and run_dir.extended is not None:
                 key = run_dir.extended
                 print(f"continuing {run_dir.path} to {key}={getattr(config, key)}", flush=True)
-            results = verb.function(config, run_dir, _options(args, should_stop))
+            results = verb.function(config, run_dir, _options(args, preset, should_stop))
             _report(results, run_dir, args, stdout)
             if verb.run_dir == "create" and run_dir.exists and not should_stop():
                 print(_closing_lines(demo, run_dir, args), flush=True)

@@ -176,7 +176,7 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
     if state.step:
         print(f"resuming {run_dir.path} at update {int(state.step)}", flush=True)
     print(
-        f"config {options.preset}: {json.dumps(dataclasses.asdict(config))}\n"
+        f"config {options.preset or 'of the run'}: {json.dumps(dataclasses.asdict(config))}\n"
         f"pool {len(pool[0])} puzzles, validation {len(valid[0])} puzzles, "
         f"{strategy.name} on {strategy.num_local_devices} device(s)",
         flush=True,
