@@ -41,16 +41,24 @@ class ProgressBar:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.table import Column
 
+        def whole(width: int) -> Column:
+            return Column(no_wrap=True, min_width=width)
+
+        # On a narrow terminal only the status is cut (with an ellipsis), never a count or time.
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("[bold]{task.description}", table_column=whole(len(description))),
+            BarColumn(bar_width=16, table_column=whole(16)),
+            MofNCompleteColumn(table_column=whole(2 * len(str(total)) + 1)),
+            TextColumn("{task.fields[rate]}", table_column=whole(11)),
+            TimeElapsedColumn(table_column=whole(7)),
+            TextColumn("eta", table_column=whole(3)),
+            TimeRemainingColumn(table_column=whole(7)),
+            TextColumn(
+                "{task.fields[status]}",
+                table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+            ),
             console=Console(stderr=True),
             refresh_per_second=2,
             transient=transient,
