@@ -132,6 +132,29 @@ def test_rrn_steps_under_nnx_scan_and_remat_equal_the_model_and_trace_once():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+def _blocked_loss(num_blocks: int, block: int):
+    """The loop as blocks of steps: an outer `nnx.scan` over `nnx.remat` blocks, each an inner
+    `nnx.scan` of `nnx.remat` steps (two-level checkpointing, as linen's `remat="block"`)."""
+    broadcast = nnx.StateAxes({...: None})
+
+    def step(model, carry, context):
+        return model.step(carry, context)
+
+    inner = nnx.scan(nnx.remat(step), in_axes=(broadcast, nnx.Carry, None),
+                     out_axes=(nnx.Carry, 0), length=block)
+    outer = nnx.scan(nnx.remat(lambda model, carry, context: inner(model, carry, context)),
+                     in_axes=(broadcast, nnx.Carry, None), out_axes=(nnx.Carry, 0),
+                     length=num_blocks)
+
+    def loss(model, graph):
+        carry, context = model.start(graph)
+        _, outputs = outer(model, carry, context)
+        outputs = outputs.reshape(num_blocks * block, *outputs.shape[2:])
+        return jnp.sum(outputs ** 2), outputs
+
+    return loss
+
+
 def _temp_bytes(loss, state, graphdef, graph) -> int:
     def scalar_loss(state):
         return loss(nnx.merge(graphdef, state), graph)[0]
@@ -141,13 +164,13 @@ def _temp_bytes(loss, state, graphdef, graph) -> int:
 
 
 @pytest.mark.slow
-def test_rrn_nnx_remat_keeps_the_memory_of_linen_per_step_remat():
+def test_rrn_nnx_remat_keeps_the_memory_of_linen_remat_per_step_and_per_block():
     graph = GRAPHS[0]._replace(nodes=GRAPHS[0].nodes[:, :3])
     options = dict(RRN_OPTIONS, encoder_features=(32,), message_features=(32, 32),
                    update_features=(32,))
     graph = pad_with_graphs(graph, 200, 400, 4)
     sizes = {}
-    for remat in (False, "step"):
+    for remat in (False, "step", "block"):
         model = gx.RecurrentRelationalNetwork(3, in_edge_features=2, remat=remat,
                                               rngs=nnx.Rngs(1), **options)
         graphdef, state = nnx.split(model)
@@ -157,8 +180,14 @@ def test_rrn_nnx_remat_keeps_the_memory_of_linen_per_step_remat():
 
         sizes[f"linen_{remat}"] = _temp_bytes(whole, state, graphdef, graph)
     sizes["nnx_scan_remat"] = _temp_bytes(_scanned_loss(64, []), state, graphdef, graph)
-    assert sizes["nnx_scan_remat"] <= 1.2 * sizes["linen_step"]
-    assert sizes["linen_False"] > 1.5 * sizes["linen_step"]
+    sizes["nnx_blocks"] = _temp_bytes(_blocked_loss(8, 8), state, graphdef, graph)
+    assert sizes["nnx_scan_remat"] <= 1.2 * sizes["linen_step"], sizes
+    assert sizes["nnx_blocks"] <= 1.2 * sizes["linen_block"], sizes
+    assert sizes["linen_False"] > 1.5 * sizes["linen_step"] > 1.5 * sizes["linen_block"], sizes
+    model = nnx.merge(graphdef, state)
+    blocked = nnx.jit(_blocked_loss(8, 8))(model, graph)[1]
+    np.testing.assert_allclose(blocked, nnx.jit(lambda m, g: m(g, 64))(model, graph),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_nnx_vmap_over_a_stack_of_graphs_equals_one_graph_at_a_time():
