@@ -36,6 +36,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -222,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """Run the stages within `--budget-min` minutes; returns the results."""
     args = _parse(argv)
     deadline = time.time() + args.budget_min * 60
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a window's log is read as it is written
+        sys.stdout.reconfigure(line_buffering=True)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks.accelerator " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -251,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "expected_puzzles_per_s": expected,
     }
     ratio = f"{rate / expected:.2f}x the expected {expected:,}" if expected else "no expectation"
-    print(f"throughput: {rate:,.1f} puzzles/s, {ratio} (compile {measured['compile_s']} s)")
+    print(
+        f"throughput: {rate:,.1f} puzzles/s, {ratio} (compile {measured['compile_s']} s)",
+        flush=True,
+    )
     finish("throughput")
 
     results["benchmarks"] = run_benchmarks(
