@@ -70,3 +70,34 @@ def test_short_flags_become_settings():
         "--set", "seeds=5",
     ]  # fmt: skip
     assert expand_short_flags(["eval", "--run-dir", "runs/x"]) == ["eval", "--run-dir", "runs/x"]
+
+
+@pytest.mark.parametrize(
+    "model, features",
+    [("dmpnn", "chemprop"), ("gine", "ogb"), ("gcn", "chemprop"), ("gat", "chemprop")],
+)
+def test_every_model_predicts_the_same_for_any_padding(model, features):
+    import dataclasses
+
+    import jax
+
+    from gnkit.demos.molecules import models
+    from gnkit.demos.molecules.config import CONFIGS
+    from gnkit.demos.molecules.data import make_batch, molecule_data
+
+    config = dataclasses.replace(
+        CONFIGS["tiny"], model=model, features=features, hidden_size=8, ffn_hidden_size=8
+    )
+    smiles = ["CCO", "c1ccccc1O", "[NH4+]", "CC(=O)N"]
+    graphs = chem.molecule_graphs(smiles, features, descriptors=True)
+    dataset = chem.MoleculeDataset("four", tuple(smiles), np.zeros(4), None)
+    data = molecule_data(config, dataset, graphs, {0: chem.random_split(4, (0.5, 0.25, 0.25))})
+    reference = data.descriptor_reference[0]
+    small = make_batch(graphs, [0, 1, 2, 3], np.zeros(4, np.float32), 5, reference)
+    large = make_batch(graphs, [0, 1, 2, 3], np.zeros(4, np.float32), 9, reference)
+    params = models.init_params(config, small, seed=0)
+    predict = jax.jit(models.MoleculeModel(config).apply)
+    first, second = predict(params, small["graph"]), predict(params, large["graph"])
+    assert first.shape == (5,) and second.shape == (9,)
+    np.testing.assert_allclose(first[:4], second[:4], rtol=1e-5, atol=1e-6)
+    assert np.ptp(np.asarray(first[:4])) > 0  # the molecules get different predictions
