@@ -125,8 +125,19 @@ def segment_sum(
 ) -> jax.Array:
     """Sum of each segment: `[E, ...]` -> `[S, ...]`, 0 for an empty segment. Jittable.
 
-    `jax.ops.segment_sum`, as in jraph. `indices_are_sorted=True` promises sorted ids (receiver-
-    sorted edges, graph index vectors) and lets XLA use a faster scatter.
+    `jax.ops.segment_sum`, as in jraph.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, the data's dtype; 0 for an empty segment.
 
     Example:
         >>> import jax.numpy as jnp
@@ -149,6 +160,18 @@ def segment_mean(
 
     Sum divided by `max(count, 1)` with jraph's arithmetic (the count is a sum of ones of the
     data's shape), so the result equals jraph's to the bit; integer data gives a float mean.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, float; 0 for an empty segment.
 
     Example:
         >>> import jax.numpy as jnp
@@ -175,6 +198,18 @@ def segment_max(
     An empty segment gives the dtype's lowest value (`-inf` for floats), as jraph; use
     `safe_segment_max` where that value could reach a loss or a gradient.
 
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`; the dtype's lowest value (`-inf`) for an empty segment.
+
     Example:
         The fourth segment is empty:
 
@@ -197,6 +232,18 @@ def segment_min(
     """Minimum of each segment: `[E, ...]` -> `[S, ...]`. Jittable.
 
     An empty segment gives the dtype's highest value (`+inf` for floats), as jraph.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`; the dtype's highest value (`+inf`) for an empty segment.
     """
     return jax.ops.segment_min(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -221,6 +268,19 @@ def segment_max_or_constant(
 
     As jraph: emptiness is decided by counting, so a segment whose elements are all `-inf` still
     gives `-inf`.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      constant: the value of segments that have no element.
+
+    Returns:
+      `[S, ...]`; `constant` for an empty segment.
     """
     maxima = segment_max(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
     return _where_empty(maxima, segment_ids, constant, indices_are_sorted)
@@ -234,7 +294,21 @@ def segment_min_or_constant(
     unique_indices: bool = False,
     constant: float = 0.0,
 ) -> jax.Array:
-    """`segment_min` with `constant` for segments that have no element: `[S, ...]`. Jittable."""
+    """`segment_min` with `constant` for segments that have no element: `[S, ...]`. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      constant: the value of segments that have no element.
+
+    Returns:
+      `[S, ...]`; `constant` for an empty segment.
+    """
     minima = segment_min(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
     return _where_empty(minima, segment_ids, constant, indices_are_sorted)
 
@@ -250,6 +324,18 @@ def segment_variance(
 
     Two-pass (mean first, then mean squared deviation), as jraph, so it stays accurate when the
     mean is large compared with the spread; jraph's arithmetic, so equal to jraph's to the bit.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, the population variance; 0 for an empty segment.
     """
     _, variances = _jraph_moments(
         data, segment_ids, num_segments, indices_are_sorted, unique_indices
@@ -269,6 +355,19 @@ def segment_normalize(
 
     jraph's definition. With the default `eps` a near-constant segment is scaled by up to 1e4;
     `safe_segment_normalize` uses `var + eps` instead. Equal to jraph's result to the bit.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      eps: floor of the variance (`max(var, eps)`), against division by zero.
+
+    Returns:
+      `[E, ...]`, each row's z-score within its segment.
     """
     centred, variances = _jraph_moments(
         data, segment_ids, num_segments, indices_are_sorted, unique_indices
@@ -288,6 +387,18 @@ def segment_softmax(
 
     jraph's semantics: shifted by the segment maximum, no mask; a segment whose logits are all
     `-inf` gives NaN. `safe_segment_softmax` gives zeros there instead.
+
+    Args:
+      logits: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[E, ...]`, weights summing to 1 over each segment.
 
     Example:
         >>> import jax.numpy as jnp
@@ -329,6 +440,18 @@ def safe_segment_sum(
     """Sum of each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
 
     A sum is already safe: this is `segment_sum`, named for symmetry with the other safe ops.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, the data's dtype; 0 for an empty segment.
     """
     return segment_sum(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -343,6 +466,18 @@ def safe_segment_mean(
     """Mean of each segment, `[E, ...]` -> `[S, ...]`; 0 if empty, finite gradients. Jittable.
 
     Same values as `segment_mean` (a sum divided by `max(count, 1)`).
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, float; 0 for an empty segment.
     """
     return segment_mean(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -379,6 +514,19 @@ def safe_segment_max(
     scores). Those rows get a zero gradient; the others get the gradient of the maximum (split
     evenly between ties).
 
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      empty_value: the value of empty (or all `-inf`) segments.
+
+    Returns:
+      `[S, ...]`, the data's dtype; `empty_value` for an empty segment.
+
     Example:
         The fourth segment is empty; `segment_max` would give `-inf` there:
 
@@ -405,6 +553,19 @@ def safe_segment_min(
 
     Mirror of `safe_segment_max`: a result equal to `+inf` (or the highest integer) becomes
     `empty_value`, with zero gradient.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      empty_value: the value of empty (or all `+inf`) segments.
+
+    Returns:
+      `[S, ...]`, the data's dtype; `empty_value` for an empty segment.
     """
     minima = segment_min(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
     empty = minima == _highest(minima.dtype)
@@ -421,6 +582,18 @@ def safe_segment_variance(
     """Population variance of each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
 
     Same values as `segment_variance` (two-pass, finite gradients everywhere).
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+
+    Returns:
+      `[S, ...]`, the population variance; 0 for an empty segment.
     """
     return segment_variance(data, segment_ids, num_segments, indices_are_sorted, unique_indices)
 
@@ -438,6 +611,19 @@ def safe_segment_std(
     `sqrt(var)` where `var > eps`, else exactly 0 with zero gradient (as PyTorch Geometric's
     `StdAggregation`): empty and single-element segments give 0, and the gradient is finite
     everywhere, while `d sqrt(var)` would be infinite at `var = 0`.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      eps: variances at or below it give exactly 0 (with zero gradient).
+
+    Returns:
+      `[S, ...]`; 0 where the variance is at most `eps`.
     """
     variances = segment_variance(
         data, segment_ids, num_segments, indices_are_sorted, unique_indices
@@ -458,6 +644,19 @@ def safe_segment_normalize(
 
     As LayerNorm, `eps` is added rather than used as a floor, so the scale is at most
     `1/sqrt(eps)` and smooth in `var`; a single-element segment gives 0.
+
+    Args:
+      data: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      eps: added to the variance before the square root (the scale is at most `1/sqrt(eps)`).
+
+    Returns:
+      `[E, ...]`, each row's z-score within its segment.
     """
     centred, variances = _moments(
         data, segment_ids, num_segments, indices_are_sorted, unique_indices
@@ -476,11 +675,25 @@ def safe_segment_softmax(
 ) -> jax.Array:
     """Softmax over each segment's valid elements: `[E, ...]` -> `[E, ...]`. Jittable.
 
-    An element is valid when its logit is not `-inf` and `mask` (bool `[E]`, or broadcastable to
-    `logits` after appending trailing axes) is True. Invalid elements get weight 0; a segment with
-    no valid element gives all zeros, never NaN, and every gradient is finite. Logits are shifted
-    by the (gradient-stopped) segment maximum over valid elements, so large logits do not overflow.
+    An element is valid when its logit is not `-inf` and `mask` is True. Invalid elements get
+    weight 0; a segment with no valid element gives all zeros, never NaN, and every gradient is
+    finite. Logits are shifted by the (gradient-stopped) segment maximum over valid elements, so
+    large logits do not overflow.
     Two scatters (max, sum) and two gathers, as `segment_softmax`.
+
+    Args:
+      logits: the values to combine, `[E, ...]`; rows with the same id form a segment.
+      segment_ids: int `[E]`, each row's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1` (not
+        jittable).
+      indices_are_sorted: promise that `segment_ids` is sorted (receiver-sorted edges, graph index
+        vectors), which lets XLA use a faster scatter; a false promise may give wrong results.
+      unique_indices: promise that no id occurs twice (as `jax.ops.segment_sum`'s).
+      mask: bool `[E]` (or broadcastable to `logits` after appending trailing axes); False
+        marks an element invalid. None: only `-inf` logits are invalid.
+
+    Returns:
+      `[E, ...]`, weights summing to 1 over each segment's valid elements; 0 for invalid ones.
     """
     valid = ~jnp.isneginf(logits)
     if mask is not None:
