@@ -56,27 +56,82 @@ class Aggregator(Protocol):
 
 
 def sum(data, segment_ids, num_segments=None, indices_are_sorted=False):
-    """Sum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    """Sum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, 0 for an empty segment.
+    """
     return segment.safe_segment_sum(data, segment_ids, num_segments, indices_are_sorted)
 
 
 def mean(data, segment_ids, num_segments=None, indices_are_sorted=False):
-    """Mean over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    """Mean over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, float, 0 for an empty segment.
+    """
     return segment.safe_segment_mean(data, segment_ids, num_segments, indices_are_sorted)
 
 
 def max(data, segment_ids, num_segments=None, indices_are_sorted=False):
-    """Maximum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    """Maximum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, 0 for an empty segment.
+    """
     return segment.safe_segment_max(data, segment_ids, num_segments, indices_are_sorted)
 
 
 def min(data, segment_ids, num_segments=None, indices_are_sorted=False):
-    """Minimum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    """Minimum over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, 0 for an empty segment.
+    """
     return segment.safe_segment_min(data, segment_ids, num_segments, indices_are_sorted)
 
 
 def var(data, segment_ids, num_segments=None, indices_are_sorted=False):
-    """Population variance over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable."""
+    """Population variance over each segment, `[E, ...]` -> `[S, ...]`; 0 if empty. Jittable.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, 0 for an empty segment.
+    """
     return segment.safe_segment_variance(data, segment_ids, num_segments, indices_are_sorted)
 
 
@@ -85,6 +140,16 @@ def std(data, segment_ids, num_segments=None, indices_are_sorted=False):
 
     0 where the variance is at most 1e-5 (empty and single-element segments included), with a
     finite gradient everywhere; see `gnkit.segment.safe_segment_std`.
+
+    Args:
+      data: the values to combine, `[E, ...]` (one row per edge, node or graph element).
+      segment_ids: int `[E]`, each row's segment (e.g. the receiver); ids outside `[0, S)` are
+        dropped.
+      num_segments: `S`, a static int under `jit`; None means `max(segment_ids) + 1`.
+      indices_are_sorted: promise that `segment_ids` is sorted, for a faster scatter.
+
+    Returns:
+      `[S, ...]`, 0 where the variance is at most 1e-5.
     """
     return segment.safe_segment_std(data, segment_ids, num_segments, indices_are_sorted)
 
@@ -257,11 +322,20 @@ def to_dense_segments(
 ) -> tuple[jax.Array, jax.Array]:
     """Lays each segment's elements out in a row: `[E, ...]` -> `[S, width, ...]` and a mask.
 
-    Row `s` holds segment `s`'s elements in their order in `data`, from slot 0; the mask (bool
-    `[S, width]`) is True on the first `min(count, width)` slots, and the other slots hold zeros.
-    Elements past `width` and ids outside `[0, S)` are dropped; no elements at all give an
-    all-False mask. Unsorted ids cost a stable argsort, then it is one gather. Jittable
-    (`num_segments` and `width` static).
+    Row `s` holds segment `s`'s elements in their order in `data`, from slot 0; the other slots
+    hold zeros. No elements at all give an all-False mask. Unsorted ids cost a stable argsort,
+    then it is one gather. Jittable (`num_segments` and `width` static).
+
+    Args:
+      data: the elements, `[E, ...]`.
+      segment_ids: int `[E]`, each element's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S` (static).
+      width: slots per row (static); elements past it are dropped.
+      indices_are_sorted: promise that `segment_ids` is sorted, which skips the argsort.
+
+    Returns:
+      `(dense, mask)`: `dense` `[S, width, ...]` with zeros in the empty slots, and `mask` bool
+      `[S, width]`, True on the first `min(count, width)` slots of each row.
     """
     mask_shape = (num_segments, width) + (1,) * (jnp.ndim(data) - 1)
     if jnp.shape(data)[0] == 0:
@@ -297,11 +371,22 @@ def tree_reduce(
     `(e0, e1), (e2, e3), ...`; an odd last element is carried up unchanged, so five elements give
     `op(op(op(e0, e1), op(e2, e3)), e4)`. The tree depends only on `n`, not on `max_degree` or on
     other segments: padding slots never enter `binary_op`'s results. A one-element segment gives
-    the element, an empty one zeros. `max_degree` (static) must be at least the largest segment
-    size; elements past it are dropped. There are `tree_depth(max_degree)` levels and
+    the element, an empty one zeros. There are `tree_depth(max_degree)` levels and
     `binary_op(a, b)` is called once per level on arrays `[S, k, ...]` (the slots that do not hold
-    two real elements are computed on zeros and discarded, so `binary_op(0, 0)` must be finite).
-    `binary_op` need not be commutative; the order is `op(left, right)`. Jittable.
+    two real elements are computed on zeros and discarded). The order is `op(left, right)`.
+    Jittable.
+
+    Args:
+      binary_op: `(left, right) -> combined`, called on arrays `[S, k, ...]`; need not
+        be commutative, but `binary_op(0, 0)` must be finite.
+      data: the elements, `[E, ...]`.
+      segment_ids: int `[E]`, each element's segment; ids outside `[0, S)` are dropped.
+      num_segments: `S` (static).
+      max_degree: at least the largest segment size (static); elements past it are dropped.
+      indices_are_sorted: promise that `segment_ids` is sorted, which skips the argsort.
+
+    Returns:
+      `[S, ...]`: each segment reduced, its single element if it has one, zeros if empty.
     """
     depth = tree_depth(max_degree)
     nodes, mask = to_dense_segments(data, segment_ids, num_segments, max_degree, indices_are_sorted)
