@@ -133,9 +133,24 @@ def graph_attention(
     weights are a softmax over the edges into `i`, and `x'_i = sum_j w_ij v_j`. Heads are
     concatenated (`[N, H * Dv]`) or averaged (`[N, Dv]`). `add_self_edges` lets every node attend
     to itself exactly once (self-edges already in the graph get no weight); without it a node
-    with no incoming edges gets zeros. `indices_are_sorted`
-    declares `graph.receivers` sorted. Replaces `graph.nodes`; no output projection or activation.
-    `softmax` and `aggregator` are as in `gat`, for edge sharding.
+    with no incoming edges gets zeros. `softmax` and `aggregator` are as in `gat`, for edge
+    sharding. Jittable.
+
+    Args:
+      query_fn: node features `[N, F]` -> queries `[N, H * D]`.
+      key_fn: node features `[N, F]` -> keys `[N, H * D]`.
+      value_fn: node features `[N, F]` -> values `[N, H * Dv]`.
+      num_heads: `H`; the outputs of the three functions are split into that many heads.
+      add_self_edges: let every node attend to itself exactly once (self-edges already in the
+        graph get no weight); without it a node with no incoming edges gets zeros.
+      combine_heads: `"concat"` (`[N, H * Dv]`) or `"mean"` (`[N, Dv]`).
+      softmax: normalises the logits over each receiver's edges, as in `gat`.
+      aggregator: sums the weighted messages, as in `gat`.
+      indices_are_sorted: declares `graph.receivers` sorted.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (no output projection
+      or activation).
     """
     _check_combine(combine_heads)
 
@@ -179,21 +194,39 @@ def gat(
     `x'_i = sum_j w_ij z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`), with no
     output activation. The paper includes `i` in its own neighbourhood: `add_self_edges=True`
     (not combinable with `use_edges`) attends to each node itself exactly once, as PyTorch
-    Geometric's `GATConv`: self-edges already in the graph get no weight (logit -inf, which
-    `softmax` must map to weight 0, as the default does) and one per node is added. Replaces
-    `graph.nodes`. Jittable.
+    Geometric's `GATConv`: self-edges already in the graph get no weight (logit -inf) and one per
+    node is added. Jittable.
 
     Fast path: instead of `logit_fn`, pass `sender_logit_fn` and `receiver_logit_fn`, each mapping
     the per-head node table `[N, H, D]` to scores `[N, H]`; the edge logit is then
     `sender_logit_fn(z)[j] + receiver_logit_fn(z)[i]`. That is the paper's form, computed once
     per node and gathered as `[E, H]` scalars instead of `[E, H, D]` rows.
 
-    Edge sharding: `softmax` (`(logits [E, H], receivers, num_segments, indices_are_sorted) ->
-    [E, H]`) normalises the logits and `aggregator` (a segment sum) sums the weighted messages;
+    Edge sharding: `softmax` normalises the logits and `aggregator` sums the weighted messages;
     pass `gnkit.parallel.sharded_softmax()` and `sharded_aggregator('sum')` to run the layer
     inside `gnkit.parallel.edge_sharded`. There every device would append its own copy of the
     self-edges, so `add_self_edges=True` raises a `ValueError`: add them to the graph's edge
     list before sharding it instead.
+
+    Args:
+      project_fn: node features `[N, F]` -> `[N, H * D]`, split into the heads `z` `[N, H, D]`.
+      logit_fn: `(sender_nodes=z_j, receiver_nodes=z_i[, edges=e_ij]) -> [E, H]` raw scores from
+        per-head features `[E, H, D]` (and edges `[E, ...]`); pass it or the two functions below.
+      sender_logit_fn: the fast path's `z` `[N, H, D]` -> sender scores `[N, H]`.
+      receiver_logit_fn: the fast path's `z` `[N, H, D]` -> receiver scores `[N, H]`.
+      num_heads: `H`.
+      negative_slope: of the LeakyReLU applied to the logits.
+      use_edges: pass `graph.edges` to `logit_fn` as `edges` (needs `logit_fn`, no added
+        self-edges).
+      add_self_edges: attend to each node itself exactly once, as the paper and `GATConv`.
+      combine_heads: `"concat"` (`[N, H * D]`) or `"mean"` (`[N, D]`).
+      softmax: `(logits [E, H], receivers, num_segments, indices_are_sorted) -> [E, H]`; must map a
+        `-inf` logit to weight 0, as the default `safe_segment_softmax` does.
+      aggregator: a segment sum of the weighted messages (name or `Aggregator`).
+      indices_are_sorted: declares `graph.receivers` sorted.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
 
     Example:
         Constant logits give uniform weights: node 2, which hears from nodes 0 and 1, gets their
