@@ -264,7 +264,7 @@ BAD_INPUTS = [
     (["train", "--set", "layer_norm=maybe"], "--set layer_norm=maybe: expected bool"),
     (["train", "--set", "train_sizes=9,4"], "size range (9, 4): expected min <= max"),
     (["train", "--run-dir", "a_file"], "--run-dir a_file: is a file, expected a directory"),
-    (["train", "--run-dir", "run", "--set", "updates=41"], "--run-dir run holds a run with"),
+    (["train", "--run-dir", "run", "--set", "updates=39"], "--run-dir run holds a run with"),
     (["train", "--run-dir", "run", "--parallel", "pmap"], "--parallel pmap with quick_compile"),
     (["train", "--out", "run"], "unrecognized arguments: --out run"),
     (["eval", "--run-dir", "run"], "run/checkpoints/best.msgpack: expected a checkpoint"),
