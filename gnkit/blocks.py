@@ -204,9 +204,18 @@ def edge_block(
 ) -> GraphFn:
     """An edge update: `edges' = update_fn(edges=, sender_nodes=, receiver_nodes=, globals=)`.
 
-    Only the switched-on inputs are passed, each with leaves `[E, ...]`: the edge features, the
-    features of each edge's sender and receiver node, and its graph's globals. `update_fn`
-    returns the new edges, leaves `[E, ...]`. The returned function replaces `graph.edges`.
+    Only the switched-on inputs are passed. Jittable when `update_fn` is.
+
+    Args:
+      update_fn: takes the switched-on inputs by keyword, each with leaves `[E, ...]`, and
+        returns the new edges, leaves `[E, ...]`.
+      use_edges: pass the edge features as `edges`.
+      use_sender_nodes: pass each edge's sender node features as `sender_nodes`.
+      use_receiver_nodes: pass each edge's receiver node features as `receiver_nodes`.
+      use_globals: pass each edge's graph's globals as `globals`.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.edges`.
 
     Example:
         A path 0 -> 1 -> 2; the update names the inputs it takes (globals switched off):
@@ -267,11 +276,21 @@ def node_block(
 ) -> GraphFn:
     """A node update: `nodes' = update_fn(nodes=, received_edges=, sent_edges=, globals=)`.
 
-    Only the switched-on inputs are passed, each with leaves `[N, ...]`: the node features, the
-    `aggregator` reduction of each node's incoming and of its outgoing edges (0 for a node with
-    none, with the default safe aggregators), and its graph's globals. `update_fn` returns the
-    new nodes, leaves `[N, ...]`. `indices_are_sorted` declares `graph.receivers` sorted. The
-    returned function replaces `graph.nodes`.
+    Only the switched-on inputs are passed. Jittable when `update_fn` is.
+
+    Args:
+      update_fn: takes the switched-on inputs by keyword, each with leaves `[N, ...]`, and
+        returns the new nodes, leaves `[N, ...]`.
+      aggregator: reduces the edges into and out of each node (name or `Aggregator`); the default
+        safe aggregators give 0 for a node with no such edge.
+      use_received_edges: pass the reduction of each node's incoming edges as `received_edges`.
+      use_sent_edges: pass the reduction of each node's outgoing edges as `sent_edges`.
+      use_nodes: pass the node features as `nodes`.
+      use_globals: pass each node's graph's globals as `globals`.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
 
     Example:
         Each node adds the sum of its incoming edges (node 0 has none: 0):
@@ -333,10 +352,19 @@ def global_block(
 ) -> GraphFn:
     """A global update: `globals' = update_fn(edges=, nodes=, globals=)`.
 
-    Only the switched-on inputs are passed, each with leaves `[G, ...]`: the `edge_aggregator`
-    reduction of each graph's edges, the `node_aggregator` reduction of its nodes, and its
-    globals. `update_fn` returns the new globals, leaves `[G, ...]`. The returned function
-    replaces `graph.globals`.
+    Only the switched-on inputs are passed. Jittable when `update_fn` is.
+
+    Args:
+      update_fn: takes the switched-on inputs by keyword, each with leaves `[G, ...]`, and
+        returns the new globals, leaves `[G, ...]`.
+      edge_aggregator: reduces each graph's edges (name or `Aggregator`).
+      node_aggregator: reduces each graph's nodes.
+      use_edges: pass the reduction of each graph's edges as `edges`.
+      use_nodes: pass the reduction of each graph's nodes as `nodes`.
+      use_globals: pass the globals as `globals`.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.globals`.
     """
     _check_some_input(
         "global_block", use_edges=use_edges, use_nodes=use_nodes, use_globals=use_globals
@@ -382,12 +410,23 @@ def graph_network(
 ) -> GraphFn:
     """A full graph network (Battaglia et al. 2018, Algorithm 1): edge, node, then global update.
 
-    `edge_fn(edges=, sender_nodes=, receiver_nodes=[, globals=])` gives the new edges;
-    `node_fn(nodes=, received_edges=[, sent_edges=][, globals=])` the new nodes from the new edges
-    reduced by `aggregator`; `global_fn(edges=, nodes=[, globals=])` the new globals from the new
-    edges and nodes reduced per graph by `global_aggregator`. A None update skips its stage.
-    `use_globals=False` drops globals from every update's inputs. For other switches compose
-    `edge_block`, `node_block` and `global_block` directly.
+    For other switches compose `edge_block`, `node_block` and `global_block` directly.
+
+    Args:
+      edge_fn: `(edges=, sender_nodes=, receiver_nodes=[, globals=]) -> new edges`, leaves
+        `[E, ...]`; None skips the edge stage.
+      node_fn: `(nodes=, received_edges=[, sent_edges=][, globals=]) -> new nodes`, leaves
+        `[N, ...]`, from the new edges reduced by `aggregator`; None skips the node stage.
+      global_fn: `(edges=, nodes=[, globals=]) -> new globals`, leaves `[G, ...]`, from the new
+        edges and nodes reduced per graph by `global_aggregator`; None skips the global stage.
+      aggregator: reduces edges per node for `node_fn` (name or `Aggregator`).
+      global_aggregator: reduces edges and nodes per graph for `global_fn`.
+      use_sent_edges: also pass each node's reduced outgoing edges to `node_fn`.
+      use_globals: pass `globals` to every update; False drops them from all three.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple`.
 
     Example:
         Messages `sender * edge` (10 and 40), nodes add what they receive, globals sum everything
@@ -462,9 +501,18 @@ def interaction_network(
 ) -> GraphFn:
     """An interaction network (Battaglia et al. 2016): a graph network without globals.
 
-    `edge_fn(edges=, sender_nodes=, receiver_nodes=)` gives the new edges, leaves `[E, ...]`;
-    `node_fn(nodes=, received_edges=[, sent_edges=])` the new nodes from them, reduced per node
-    by `aggregator`. Replaces `graph.edges` and `graph.nodes`; globals are untouched.
+    The edge update, then the node update from the new edges.
+
+    Args:
+      edge_fn: `(edges=, sender_nodes=, receiver_nodes=) -> new edges`, leaves `[E, ...]`.
+      node_fn: `(nodes=, received_edges=[, sent_edges=]) -> new nodes`, leaves `[N, ...]`.
+      aggregator: reduces the new edges per node (name or `Aggregator`).
+      use_sent_edges: also pass each node's reduced outgoing edges as `sent_edges`.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.edges` and `graph.nodes`;
+      globals are untouched.
     """
     return graph_network(
         edge_fn,
@@ -486,13 +534,22 @@ def relation_network(
 ) -> GraphFn:
     """A relation network (Santoro et al. 2017): `globals' = global_fn(edges=agg_e g(o_s, o_r))`.
 
-    `edge_fn(sender_nodes=, receiver_nodes=[, globals=][, edges=])` scores each ordered pair of
-    objects, leaves `[E, ...]`; `use_globals=True` also passes each graph's globals (the question
-    embedding of a visual QA task) and `use_edges=True` each pair's own features, `graph.edges`
-    (e.g. the distance of the two objects). `global_fn(edges=)` gets their per-graph `aggregator`
-    reduction, leaves `[G, ...]`. Replaces `graph.edges` with the pair outputs and
-    `graph.globals` with the result. Use a fully connected graph (all ordered pairs) to match the
-    paper.
+    Use a fully connected graph (all ordered pairs) to match the paper.
+
+    Args:
+      edge_fn: `(sender_nodes=, receiver_nodes=[, globals=][, edges=])` -> the score of each
+        ordered pair of objects, leaves `[E, ...]`.
+      global_fn: `(edges=) -> new globals`, from the pair scores reduced per graph, leaves
+        `[G, ...]`.
+      aggregator: reduces the pair scores per graph (name or `Aggregator`).
+      use_globals: also pass each graph's globals to `edge_fn` (the question embedding of a
+        visual QA task).
+      use_edges: also pass each pair's own features, `graph.edges` (e.g. the distance of the two
+        objects).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.edges` with the pair scores and
+      `graph.globals` with the result.
     """
     return _chain(
         edge_block(edge_fn, use_edges=use_edges, use_globals=use_globals),
@@ -509,9 +566,17 @@ def deep_sets(
 ) -> GraphFn:
     """DeepSets (Zaheer et al. 2017): `globals' = global_fn(nodes=agg_i node_fn(nodes=x_i))`.
 
-    `node_fn(nodes=[, globals=])` maps each set element, leaves `[N, ...]`; `global_fn(nodes=)`
-    gets their per-graph `aggregator` reduction, leaves `[G, ...]`. No edges are needed. Replaces
-    `graph.nodes` and `graph.globals`.
+    No edges are needed.
+
+    Args:
+      node_fn: `(nodes=[, globals=])` -> each set element mapped, leaves `[N, ...]`.
+      global_fn: `(nodes=) -> new globals`, from the mapped elements reduced per graph, leaves
+        `[G, ...]`.
+      aggregator: reduces the mapped elements per graph (name or `Aggregator`).
+      use_globals: also pass each element's graph's globals to `node_fn`.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` and `graph.globals`.
     """
     return _chain(
         node_block(node_fn, use_received_edges=False, use_globals=use_globals),
@@ -528,11 +593,20 @@ def comm_net(
 ) -> GraphFn:
     """A CommNet step (Sukhbaatar et al. 2016): `nodes' = node_fn(nodes=h, messages=c)`.
 
-    Each node's communication vector `c_i` is the `aggregator` reduction (mean by default) over its
-    incoming edges of the sender's message, `message_fn(h_j)` (the node features themselves when
-    None); `message_fn` runs once per node, before the gather. On a fully connected graph without
-    self-edges the mean is the paper's `c_i = 1/(J-1) sum_{j != i} h_j`. Leaves `[N, ...]`.
-    Replaces `graph.nodes`.
+    Each node's communication vector `c_i` is the `aggregator` reduction over its incoming edges
+    of the sender's message, `message_fn(h_j)`. On a fully connected graph without self-edges the
+    mean is the paper's `c_i = 1/(J-1) sum_{j != i} h_j`.
+
+    Args:
+      node_fn: `(nodes=h, messages=c) -> new nodes`, leaves `[N, ...]`.
+      message_fn: maps node features to each sender's message, once per node before the gather;
+        None sends the node features themselves.
+      aggregator: reduces the messages into each node (name or `Aggregator`); the mean gives the
+        paper's `c_i`.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
