@@ -80,7 +80,7 @@ def gcn(
 ) -> GraphFn:
     """A graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 update_fn(x)`.
 
-    `update_fn` (the weight matrix `W`, leaves `[N, F] -> [N, F']`) is applied first, then each
+    `update_fn` (the weight matrix `W`) is applied first, then each
     node sums its neighbours' projected features, each scaled by `1/sqrt` of a degree of the
     sender and the sum by `1/sqrt(deg_in(receiver))`. For a symmetric adjacency without
     self-edges both conventions below are the paper's `D^-1/2 (A + I) D^-1/2 X W`; they differ on
@@ -96,9 +96,7 @@ def gcn(
       are both scaled by their in-degree, counted with that self-edge; a node of in-degree 0 (only
       possible without `add_self_edges`) has scale 0, so its messages vanish.
 
-    `symmetric_normalization=False` gives the plain sum over the same edges (with `'pyg'`, what
-    `GCNConv(normalize=False)` computes when `add_self_edges=False`). No activation. Replaces
-    `graph.nodes`. Jittable.
+    Jittable.
 
     `project_first=False` propagates the raw features and applies `update_fn` after: the same
     result when `update_fn` is linear (a Dense without bias, `(A X) W = A (X W)`), not otherwise.
@@ -110,6 +108,20 @@ def gcn(
     `[E, F]` messages and counts the degrees (and, for `'pyg'`, each node's self-edges). The
     self-edge term is added after the reduction, so `add_self_edges` stays correct with edges
     sharded over devices.
+
+    Args:
+      update_fn: the weight matrix `W`, leaves `[N, F] -> [N, F']` (e.g. a Dense without bias).
+      add_self_edges: add the `I` of `A + I`, as `convention` says.
+      symmetric_normalization: scale by the degrees; False gives the plain sum over the same edges
+        (with `'pyg'` and no added self-edges, `GCNConv(normalize=False)`).
+      convention: `'jraph'` or `'pyg'`, see above.
+      project_first: apply `update_fn` before propagating (default) or after, see above.
+      aggregator: None for the chunked neighbour sum; a segment sum (e.g. the edge-sharded
+        `gnkit.parallel.sharded_aggregator('sum')`) to reduce the gathered `[E, F]` messages.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (no activation).
 
     Example:
         On the path 0 -> 1 -> 2 without self-edges every degree is 0 or 1, so each node receives
@@ -233,13 +245,21 @@ def graph_sage(
 ) -> GraphFn:
     """A GraphSAGE layer (Hamilton et al. 2017): `x'_i = update_fn(nodes=x_i, neighbors=a_i)`.
 
-    `a_i` is the `aggregator` reduction ('mean', 'max', 'sum' or any aggregator; 0 for a node
-    without neighbours) of `neighbor_fn(x_j)` over the senders `j` of `i`'s incoming edges;
-    `neighbor_fn` (None: identity) runs once per node, so a Dense + ReLU there gives the paper's
-    pooling aggregator. `update_fn` holds both weight matrices of `W1 x_i + W2 a_i`: for example
-    `concatenated_args(nn.Dense(F'))` computes `W [a_i || x_i]`, one matrix holding `W2` and `W1`,
-    and any activation. `normalize=True` scales each output row to unit L2 norm (a zero row stays
-    zero). Nodes `[N, F] -> [N, F']`. Replaces `graph.nodes`.
+    `a_i` is the `aggregator` reduction of `neighbor_fn(x_j)` over the senders `j` of `i`'s
+    incoming edges. Jittable.
+
+    Args:
+      update_fn: `(nodes=x_i, neighbors=a_i) -> [N, F']`, holding both weight matrices of
+        `W1 x_i + W2 a_i` and any activation; e.g. `concatenated_args(nn.Dense(F'))` computes
+        `W [a_i || x_i]` with one matrix.
+      aggregator: `'mean'`, `'max'`, `'sum'` or any aggregator; 0 for a node without neighbours.
+      neighbor_fn: applied to every node before the gather, once per node (None: identity); a
+        Dense + ReLU there gives the paper's pooling aggregator.
+      normalize: scale each output row to unit L2 norm (a zero row stays zero).
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (`[N, F] -> [N, F']`).
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
@@ -268,11 +288,18 @@ def gin(
 ) -> GraphFn:
     """A graph isomorphism layer (Xu et al. 2019): `x'_i = mlp((1 + eps) x_i + sum_j x_j)`.
 
-    The sum runs over the senders `j` of `i`'s incoming edges. `epsilon` may be a float or a
-    traced scalar (a learned parameter, GIN-eps). The neighbour sum is chunked as in `gcn`; an
-    `aggregator` (a segment sum, such as `gnkit.parallel.sharded_aggregator('sum')` for edge
-    sharding) instead reduces the gathered `[E, F]` messages.
-    Leaves `[N, F] -> [N, F']`. Replaces `graph.nodes`.
+    The sum runs over the senders `j` of `i`'s incoming edges. Jittable.
+
+    Args:
+      mlp: leaves `[N, F] -> [N, F']`, applied to the combined features.
+      epsilon: a float or a traced scalar (a learned parameter, GIN-eps).
+      aggregator: None for the chunked neighbour sum (as in `gcn`); a segment sum (such as
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding) to reduce the gathered
+        `[E, F]` messages.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
@@ -295,13 +322,20 @@ def gine(
     """A GIN layer with edge features (Hu et al. 2020, "GINE"):
     `x'_i = mlp((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
 
-    The sum runs over the edges `j -> i` into `i`; `e_ji` is the edge's feature row
-    (`graph.edges` `[E, F]`), or `edge_fn(graph.edges)` (`[E, D] -> [E, F]`, the linear
-    projection PyTorch Geometric's `GINEConv` applies when `edge_dim` is set) when given. The
-    edge width after `edge_fn` must equal the node width `F`. `epsilon` may be a float or a traced
-    scalar (a learned parameter). `aggregator` reduces the `[E, F]` messages (a segment sum such
-    as `gnkit.parallel.sharded_aggregator('sum')` for edge sharding). Nodes `[N, F] -> [N, F']`.
-    Replaces `graph.nodes`. Jittable.
+    The sum runs over the edges `j -> i` into `i`; `e_ji` is the edge's feature row, after
+    `edge_fn` when given. Jittable.
+
+    Args:
+      mlp: `[N, F] -> [N, F']`, applied to the combined features.
+      edge_fn: `[E, D] -> [E, F]`, the linear projection `GINEConv` applies when `edge_dim` is
+        set; None uses `graph.edges` `[E, F]` as they are. The width must equal the node width `F`.
+      epsilon: a float or a traced scalar (a learned parameter).
+      aggregator: reduces the `[E, F]` messages (a segment sum such as
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding).
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
@@ -335,14 +369,22 @@ def rgcn(
     """A relational graph convolution (Schlichtkrull et al. 2018):
     `x'_i = self_fn(x_i) + sum_r sum_{j -r-> i} x_j W_r / c_{i,r}`.
 
-    `graph.edges` holds each edge's relation, int `[E]` in `[0, num_relations)`.
-    `relation_fn` maps node features `[N, F]` to every relation's projection `[N, R, F']`
-    (`x_j W_r` for each `r`; a basis or block-diagonal decomposition of the `W_r` lives in it,
-    see `gnkit.nn.RGCN`): projecting the nodes once costs `O(N R F F')` and each edge then only
-    gathers a row, instead of an `[E, F] x [F, F']` product per edge. `c_{i,r}` is the number of
-    edges of relation `r` into `i` (`normalization='in_degree'`, the paper's) or 1 (`'none'`).
-    `self_fn` (`[N, F] -> [N, F']`, the self-loop weight `W_0`) is added when given. No
-    activation. Replaces `graph.nodes`. Jittable.
+    `graph.edges` holds each edge's relation. Projecting the nodes once with `relation_fn` costs
+    `O(N R F F')` and each edge then only gathers a row, instead of an `[E, F] x [F, F']` product
+    per edge. Jittable.
+
+    Args:
+      relation_fn: node features `[N, F]` -> every relation's projection `[N, R, F']` (`x_j W_r`
+        for each `r`; a basis or block-diagonal decomposition of the `W_r` lives in it, see
+        `gnkit.nn.RGCN`).
+      self_fn: `[N, F] -> [N, F']`, the self-loop weight `W_0`, added when given.
+      num_relations: `R`; `graph.edges` holds each edge's relation, int `[E]` in `[0, R)`.
+      normalization: `c_{i,r}`: `'in_degree'` (the paper's: the number of edges of relation `r`
+        into `i`) or `'none'` (1).
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (no activation).
 
     Example:
         Edges 0 -r0-> 2, 1 -r0-> 2 and 1 -r1-> 2; relation `r` scales by `r + 1`. Node 2 gets
