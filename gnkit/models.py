@@ -134,6 +134,28 @@ def GraphNetwork(
     globals)` with per-graph reductions. A None update skips its stage; None fields a stage only
     passes along reach the callbacks as None, as in jraph. Jittable.
 
+    Args:
+      update_edge_fn: `(edges, sent, received, globals) -> edges`, the last three gathered per
+        edge; None skips the edge stage.
+      update_node_fn: `(nodes, sent_agg, received_agg, globals) -> nodes`, globals broadcast per
+        node; None skips the node stage.
+      update_global_fn: `(nodes_agg, edges_agg, globals) -> globals` from per-graph reductions;
+        None (default) skips the global stage.
+      aggregate_edges_for_nodes_fn: reduces the new edges over each node's outgoing and incoming
+        edges: a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      aggregate_nodes_for_globals_fn: reduces the nodes per graph.
+      aggregate_edges_for_globals_fn: reduces the edges per graph.
+      attention_logit_fn: `(edges, sent, received, globals) -> logits`, a pytree of `[E, ...]`;
+        None (default) skips attention. Needs `attention_reduce_fn`.
+      attention_normalize_fn: `(logits, segment_ids=receivers, num_segments=N) -> weights`, per
+        leaf of the logits; jraph's `segment_softmax` by default.
+      attention_reduce_fn: `(edges, weights) -> edges`, e.g. `edges * weights`.
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple`.
+
     Example:
         The network of `gnkit.graph_network`'s example with jraph's positional callbacks:
 
@@ -220,6 +242,19 @@ def InteractionNetwork(
     `edges = update_edge_fn(edges, sent, received)`; `nodes = update_node_fn(nodes,
     received_agg)`, or `update_node_fn(nodes, sent_agg, received_agg)` with
     `include_sent_messages_in_node_update`. Globals are left as they are. Jittable.
+
+    Args:
+      update_edge_fn: `(edges, sent, received) -> edges`, node features gathered per edge.
+      update_node_fn: `(nodes, received_agg) -> nodes`, or `(nodes, sent_agg, received_agg)` with
+        `include_sent_messages_in_node_update`.
+      aggregate_edges_for_nodes_fn: reduces the new edges per node:
+        a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      include_sent_messages_in_node_update: also pass the reduction of each node's outgoing edges.
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.edges` and `graph.nodes`.
     """
     if include_sent_messages_in_node_update:
 
@@ -278,6 +313,17 @@ def RelationNetwork(
 
     `edges = update_edge_fn(sent, received)`, then `globals = update_global_fn(edges_agg)` with
     the per-graph reduction of the new edges. Nodes are left as they are. Jittable.
+
+    Args:
+      update_edge_fn: `(sent, received) -> edges`, node features gathered per edge.
+      update_global_fn: `(edges_agg) -> globals` from the per-graph reduction of the new edges.
+      aggregate_edges_for_globals_fn: reduces the new edges per graph:
+        a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.edges` and `graph.globals`.
     """
     return GraphNetwork(
         lambda _, sent, received, __: update_edge_fn(sent, received),
@@ -299,6 +345,17 @@ def DeepSets(
 
     `nodes = update_node_fn(nodes, globals)` (globals broadcast per node, None if absent), then
     `globals = update_global_fn(nodes_agg)`. Needs no senders or receivers. Jittable.
+
+    Args:
+      update_node_fn: `(nodes, globals) -> nodes`, globals broadcast per node (None if absent).
+      update_global_fn: `(nodes_agg) -> globals` from the per-graph reduction of the new nodes.
+      aggregate_nodes_for_globals_fn: reduces the new nodes per graph:
+        a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` and `graph.globals`.
     """
     return GraphNetwork(
         None,
@@ -325,6 +382,22 @@ def GraphNetGAT(
 
     As `GraphNetwork` with both attention functions required (ValueError if either is None).
     Jittable.
+
+    Args:
+      update_edge_fn: as `GraphNetwork`'s.
+      update_node_fn: as `GraphNetwork`'s.
+      attention_logit_fn: `(edges, sent, received, globals) -> logits`; required.
+      attention_reduce_fn: `(edges, weights) -> edges`; required.
+      update_global_fn: as `GraphNetwork`'s; None (default) skips the global stage.
+      aggregate_edges_for_nodes_fn: reduces the edges per node:
+        a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      aggregate_nodes_for_globals_fn: reduces the nodes per graph.
+      aggregate_edges_for_globals_fn: reduces the edges per graph.
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple`.
     """
     if attention_logit_fn is None or attention_reduce_fn is None:
         raise ValueError(
@@ -362,6 +435,18 @@ def GAT(
     the default update is LeakyReLU then flattening heads to `[N, -1]`. Like jraph it adds no
     self-edges (add them to the graph to follow the paper), and uses jraph's (unsafe) softmax.
     For the native multi-head block see `gnkit.attention.gat`. Jittable.
+
+    Args:
+      attention_query_fn: nodes `[N, F]` -> queries `q` (e.g. `[N, H, D]`).
+      attention_logit_fn: `(q_s, q_r, edges) -> logits`, per edge, softmaxed over each
+        receiver's edges.
+      node_update_fn: applied to the weighted sum `[N, ...]`; None (default): LeakyReLU, then the
+        heads flattened to `[N, -1]`.
+      indices_are_sorted: declares `graph.receivers` (and the graph index) sorted, passed to the
+        reductions.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
     """
     update = _leaky_relu_and_flatten if node_update_fn is None else node_update_fn
     sorted_kwargs = _sorted_kwargs(indices_are_sorted)
@@ -396,12 +481,22 @@ def GraphConvolution(
 ) -> Callable[[GraphsTuple], GraphsTuple]:
     """jraph's GraphConvolution (Kipf & Welling 2017), without activation.
 
-    `x = update_node_fn(nodes)` (called with None when the graph has no node features, as in
-    jraph); with `add_self_edges` every node also sends to itself; then each
-    node reduces its senders' `x` with `aggregate_nodes_fn`. `symmetric_normalization` scales
-    each sender's `x` by `1/sqrt(max(out_degree, 1))` before and the result by
-    `1/sqrt(max(in_degree, 1))` after. Node leaves `[N, F]`. `indices_are_sorted` is used only
-    without added self-edges. For the native block see `gnkit.convolutions.gcn`. Jittable.
+    `x = update_node_fn(nodes)`, then each node reduces its senders' `x` with
+    `aggregate_nodes_fn`, optionally normalised by the degrees. For the native block see
+    `gnkit.convolutions.gcn`. Jittable.
+
+    Args:
+      update_node_fn: node leaves `[N, F]` -> `x`, e.g. a Dense; called with None when the graph
+        has no node features, as in jraph.
+      aggregate_nodes_fn: reduces the senders' `x` into each receiver:
+        a segment reduction with jraph's signature (`segment_sum`, `segment_mean`, ...).
+      add_self_edges: every node also sends to itself.
+      symmetric_normalization: scale each sender's `x` by `1/sqrt(max(out_degree, 1))` before the
+        reduction and the result by `1/sqrt(max(in_degree, 1))` after.
+      indices_are_sorted: declares `graph.receivers` sorted; used only without added self-edges.
+
+    Returns:
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes`.
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
