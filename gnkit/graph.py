@@ -20,18 +20,18 @@ ArrayTree = jax.Array | Iterable["ArrayTree"] | Mapping[Any, "ArrayTree"]
 class GraphsTuple(NamedTuple):
     """A batch of graphs in sparse (edge-list) form.
 
-    Fields, for a batch of `G` graphs with `N = sum(n_node)` nodes and `E = sum(n_edge)` edges:
+    For a batch of `G` graphs with `N = sum(n_node)` nodes and `E = sum(n_edge)` edges, the nodes
+    of graph `i` occupy the rows `sum(n_node[:i]) .. sum(n_node[:i+1]) - 1`; edges likewise. It is
+    a pytree (a NamedTuple), so it passes through `jit`, `vmap`, `grad` and `tree_map`.
 
-    - nodes: `ArrayTree` of leaves `[N, ...]`, or None.
-    - edges: `ArrayTree` of leaves `[E, ...]`, or None.
-    - receivers: int `[E]`, the node each edge points to (global index in the batch), or None.
-    - senders: int `[E]`, the node each edge comes from, or None.
-    - globals: `ArrayTree` of leaves `[G, ...]`, or None.
-    - n_node: int `[G]`, nodes per graph.
-    - n_edge: int `[G]`, edges per graph.
-
-    Nodes of graph `i` occupy the rows `sum(n_node[:i]) .. sum(n_node[:i+1]) - 1`; edges likewise.
-    It is a pytree (a NamedTuple), so it passes through `jit`, `vmap`, `grad` and `tree_map`.
+    Attributes:
+      nodes: `ArrayTree` of leaves `[N, ...]`, or None.
+      edges: `ArrayTree` of leaves `[E, ...]`, or None.
+      receivers: int `[E]`, the node each edge points to (global index in the batch), or None.
+      senders: int `[E]`, the node each edge comes from, or None.
+      globals: `ArrayTree` of leaves `[G, ...]`, or None.
+      n_node: int `[G]`, nodes per graph.
+      n_edge: int `[G]`, edges per graph.
 
     Example:
         A batch of two graphs: a 2-node graph with one edge 0 -> 1, and a 1-node graph with a

@@ -39,6 +39,14 @@ class BucketPolicy:
     on average (1.32 for growth 1.7): a smaller `growth` pads less and compiles more often.
     `benchmarks/bucketing.py` measures compiles and padding on a stream of random batches.
 
+    Attributes:
+      growth: the ratio between rungs, above 1; smaller pads less and compiles more often.
+      min_nodes: node budget of rung 0 (at least 1).
+      min_edges: edge budget of rung 0 (at least 1).
+      min_graphs: graph budget of rung 0 (at least 2: one real graph and the padding graph).
+      shared_rung: climb the three budgets together (one rung for all) rather than each on its own
+        ladder.
+
     Example:
         With the defaults, a batch of 17 nodes, 16 edges and 3 graphs fits rung 0 (64 nodes, 128
         edges, 4 graphs); 100 nodes need rung 1, `ceil(64 * 1.7) = 109` nodes, and the edges and
@@ -161,6 +169,15 @@ def dynamically_batch(
     most); the batch is then `batch_np`-ed and `pad_with_graphs`-ed. Host-only generator. Raises
     `ValueError` if `n_graph < 2` and `RuntimeError` on a graph that can never fit (after
     yielding the batch collected before it), with messages that start with jraph's text.
+
+    Args:
+      graphs_tuple_iterator: the graphs (or small batches), NumPy `GraphsTuple`s.
+      n_node: padded nodes per batch (room for `n_node - 1` real ones).
+      n_edge: padded edges per batch.
+      n_graph: padded graphs per batch, at least 2 (room for `n_graph - 1` real ones).
+
+    Returns:
+      A generator of padded batches, each exactly `(n_node, n_edge, n_graph)`.
     """
     if n_graph < 2:
         raise ValueError(
@@ -187,6 +204,16 @@ def batch_stream(
     Full batches land in the cap; a short batch (the last one, or one cut by a large graph)
     gets a smaller bucket. With a shared-rung policy there is at most one shape per rung up to
     the caps. Host-only generator; errors as `dynamically_batch`.
+
+    Args:
+      graphs: the graphs (or small batches), NumPy `GraphsTuple`s.
+      policy: the bucket ladder each batch's real size is rounded up on.
+      max_nodes: the cap on a padded batch's nodes (room for `max_nodes - 1` real ones).
+      max_edges: the cap on a padded batch's edges.
+      max_graphs: the cap on a padded batch's graphs, at least 2.
+
+    Returns:
+      A generator of padded batches, each of size `policy.round(...)` capped at the maxima.
     """
     if max_graphs < 2:
         raise ValueError(f"max_graphs is {max_graphs}; padding needs at least 2 graphs.")

@@ -120,8 +120,16 @@ def fully_connected_graph(
 
     Graph `i` has `n_node_per_graph[i]` nodes and an edge between every ordered pair of its nodes
     (`n**2` edges, or `n*(n-1)` without self edges), grouped by receiver in jraph's order.
-    `node_features` must have `sum(n_node_per_graph)` rows and `global_features` one row per
-    graph; both are passed through unchanged. Edges features are None.
+
+    Args:
+      n_node_per_graph: the size of each graph, ints `>= 0`.
+      node_features: `ArrayTree` with `sum(n_node_per_graph)` rows, passed through unchanged; or
+        None.
+      global_features: `ArrayTree` with one row per graph, passed through unchanged; or None.
+      add_self_edges: include the edge `i -> i` of every node.
+
+    Returns:
+      A NumPy-indexed `GraphsTuple` with `edges=None`.
     """
     sizes = np.asarray(n_node_per_graph, np.int64).reshape(-1)
     if np.any(sizes < 0):
@@ -160,6 +168,16 @@ def get_fully_connected_graph(
     Jittable for static sizes (features may be traced). Same edge order as
     `fully_connected_graph`; raises `ValueError` when features have the wrong number of rows,
     with jraph's message first.
+
+    Args:
+      n_node_per_graph: nodes in each graph (static int).
+      n_graph: graphs in the batch (static int).
+      node_features: `ArrayTree` with `n_node_per_graph * n_graph` rows (may be traced), or None.
+      global_features: `ArrayTree` with `n_graph` rows (may be traced), or None.
+      add_self_edges: include the edge `i -> i` of every node.
+
+    Returns:
+      A `GraphsTuple` with device-array indices and `edges=None`.
     """
     n_rows = _leading_size(node_features)
     if n_rows is not None and n_rows != n_node_per_graph * n_graph:
@@ -209,10 +227,20 @@ def from_edge_list(
 ) -> GraphsTuple:
     """Builds a `GraphsTuple` from sender and receiver indices `[E]`. Host-only (NumPy).
 
-    `n_node` is an int (one graph) or one size per graph (a batch); indices are global node
-    indices. For a batch, edges must be grouped by graph (each graph's edges contiguous, in graph
+    For a batch, edges must be grouped by graph (each graph's edges contiguous, in graph
     order) and never cross graphs; `n_edge` is counted from the senders. Raises `ValueError` on
     out-of-range indices or edges that break that layout.
+
+    Args:
+      senders: int `[E]`, the global index of each edge's source node.
+      receivers: int `[E]`, the global index of each edge's target node.
+      n_node: an int (one graph) or one size per graph (a batch).
+      nodes: node features, leaves `[N, ...]`, or None; stored as given.
+      edges: edge features, leaves `[E, ...]`, or None; stored as given.
+      globals: global features, leaves `[G, ...]`, or None; stored as given.
+
+    Returns:
+      The `GraphsTuple`, int32 indices, `n_edge` counted from the senders.
     """
     senders = np.asarray(senders, np.int32).reshape(-1)
     receivers = np.asarray(receivers, np.int32).reshape(-1)

@@ -49,10 +49,18 @@ def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int =
 
     jraph's convention: one padding graph takes every padding node and edge (its edges go from
     and to its first node, `sum(graph.n_node)`), then empty graphs fill up to `n_graph`. Padding
-    features are zeros. Needs room for at least one padding node and one padding graph, so
-    `n_node > sum(n_node)`, `n_edge >= sum(n_edge)`, `n_graph > len(n_node)` and `n_graph >= 2`;
-    raises `ValueError` for `n_graph < 2` and `RuntimeError` when the graph is too large (both
+    features are zeros. Needs room for at least one padding node and one padding graph; raises
+    `ValueError` for `n_graph < 2` and `RuntimeError` when the graph is too large (both
     messages start with jraph's text).
+
+    Args:
+      graph: the NumPy graph (or batch) to pad.
+      n_node: nodes after padding, more than `sum(graph.n_node)`.
+      n_edge: edges after padding, at least `sum(graph.n_edge)`.
+      n_graph: graphs after padding, more than `len(graph.n_node)` and at least 2.
+
+    Returns:
+      The padded `GraphsTuple`.
 
     Example:
         One graph of 3 nodes and 2 edges, padded to 5 nodes, 4 edges and 3 graphs: the padding
