@@ -27,14 +27,15 @@ HITS_AT = (1, 3, 10)
 
 
 class RankingTask(NamedTuple):
-    """Test triples in chunks and the entities to filter out of each chunk's rankings.
+    """Test triples in chunks and the entities to filter out of each chunk's rankings. Host.
 
-    - `triples`: `[n_chunks, chunk_size, 3]` int32 `(head, relation, tail)`; the last chunk is
-      padded with copies of the first triple;
-    - `valid`: `[n_chunks, chunk_size]` bool, false on padding;
-    - `tail_filter`, `head_filter`: `[n_chunks, P, 2]` int32 `(row in chunk, entity)` pairs of
-      known tails of `(h, r)` and known heads of `(r, t)`; padding pairs have row `chunk_size`
-      (out of range, dropped).
+    Attributes:
+      triples: int32 `[n_chunks, chunk_size, 3]` `(head, relation, tail)`; the last chunk is
+        padded with copies of the first triple.
+      valid: bool `[n_chunks, chunk_size]`, false on padding.
+      tail_filter: int32 `[n_chunks, P, 2]` `(row in chunk, entity)` pairs of the known tails of
+        each `(h, r)`; padding pairs have row `chunk_size` (out of range, dropped).
+      head_filter: int32 `[n_chunks, P, 2]`, the same for the known heads of each `(r, t)`.
     """
 
     triples: np.ndarray
@@ -78,8 +79,19 @@ def ranking_task(
     num_relations: int,
     chunk_size: int = 256,
 ) -> RankingTask:
-    """The test `triples` `[T, 3]` in chunks of `chunk_size`, filtered by the `known` true
-    triples `[K, 3]` (`None`: the raw, unfiltered ranking). Host, NumPy."""
+    """The test triples in chunks, with the known true triples to filter out. Host, NumPy.
+
+    Args:
+      triples: int `[T, 3]` `(head, relation, tail)`, the triples to rank.
+      known: int `[K, 3]`, the true triples to filter out of the rankings (usually
+        `KnowledgeGraph.known()`); None for the raw, unfiltered ranking.
+      num_relations: relations in the graph (to key `(entity, relation)` pairs).
+      chunk_size: triples per chunk, at least 1 (capped at `T`); bounds the `[chunk, E]` scores
+        held at once.
+
+    Returns:
+      The `RankingTask`.
+    """
     triples = np.asarray(triples, np.int64).reshape(-1, 3)
     if len(triples) == 0:
         raise ValueError("ranking_task: no triples to rank")
@@ -126,11 +138,19 @@ def _ranks(scores: jax.Array, targets: jax.Array, filter_pairs: jax.Array) -> ja
 def filtered_ranks(
     scorer: Scorer | str, entities: jax.Array, relations: jax.Array, task: RankingTask
 ) -> jax.Array:
-    """Filtered ranks of every triple of `task`: `[n_chunks * chunk_size, 2]` float32, the
-    tail's rank then the head's, padding rows included (mask them with `task.valid`).
+    """Filtered ranks of every triple of `task`, tails and heads.
 
-    `entities` `[E, W]` and `relations` `[R, Wr]` are the embedding tables the `scorer` reads.
     One `lax.scan` over the chunks; jittable with `scorer` static (`evaluate` does that).
+
+    Args:
+      scorer: a `Scorer` or its name in `SCORERS`.
+      entities: the entity embeddings `[E, W]` the scorer reads.
+      relations: the relation embeddings `[R, Wr]`.
+      task: the chunked triples and filters of `ranking_task`.
+
+    Returns:
+      float32 `[n_chunks * chunk_size, 2]`: each triple's tail rank, then its head rank (ties
+      count half), padding rows included (mask them with `task.valid`).
     """
     scorer = get_scorer(scorer)
     entities, relations = jnp.asarray(entities), jnp.asarray(relations)
@@ -175,6 +195,16 @@ def evaluate(
     scorer: Scorer | str, entities: jax.Array, relations: jax.Array, task: RankingTask
 ) -> dict[str, float]:
     """Filtered MRR, mean rank and Hits@1/3/10 of `task`'s triples, as Python floats: one
-    jitted pass (compiled once per scorer and shapes)."""
+    jitted pass (compiled once per scorer and shapes).
+
+    Args:
+      scorer: a `Scorer` or its name in `SCORERS`.
+      entities: the entity embeddings `[E, W]`.
+      relations: the relation embeddings `[R, Wr]`.
+      task: the chunked triples and filters of `ranking_task`.
+
+    Returns:
+      `{"mrr", "mean_rank", "hits@1", "hits@3", "hits@10"}` as floats, both directions pooled.
+    """
     metrics = _evaluate(get_scorer(scorer), entities, relations, task)
     return {name: float(value) for name, value in metrics.items()}

@@ -68,17 +68,47 @@ def _distance_to_all(queries: jax.Array, entities: jax.Array, norm: int) -> jax.
 
 
 def transe(heads: jax.Array, relations: jax.Array, tails: jax.Array, norm: int = 1) -> jax.Array:
-    """TransE (Bordes et al. 2013): `-||h + r - t||_norm`, `[B, D]` each -> `[B]`."""
+    """TransE (Bordes et al. 2013): `-||h + r - t||_norm`, `[B, D]` each -> `[B]`. Jittable.
+
+    Args:
+      heads: head embeddings `[B, D]`.
+      relations: relation embeddings (translations) `[B, D]`.
+      tails: tail embeddings `[B, D]`.
+      norm: 1 (the paper's L1) or 2.
+
+    Returns:
+      `[B]`, higher for more plausible triples.
+    """
     return -_distance(heads + relations - tails, norm)
 
 
 def transe_tails(heads, relations, entities, norm: int = 1) -> jax.Array:
-    """TransE with every entity as the tail: `[B, D], [B, D], [E, D] -> [B, E]`."""
+    """TransE with every entity as the tail: `[B, D], [B, D], [E, D] -> [B, E]`.
+
+    Args:
+      heads: head embeddings `[B, D]`.
+      relations: relation embeddings `[B, D]`.
+      entities: every entity's embedding `[E, D]`, each tried as the tail.
+      norm: 1 (one `[B, E, D]` difference) or 2 (one matmul).
+
+    Returns:
+      `[B, E]`.
+    """
     return -_distance_to_all(heads + relations, entities, norm)
 
 
 def transe_heads(relations, tails, entities, norm: int = 1) -> jax.Array:
-    """TransE with every entity as the head: `||e + r - t|| = ||e - (t - r)||`, `-> [B, E]`."""
+    """TransE with every entity as the head: `||e + r - t|| = ||e - (t - r)||`, `-> [B, E]`.
+
+    Args:
+      relations: relation embeddings `[B, D]`.
+      tails: tail embeddings `[B, D]`.
+      entities: every entity's embedding `[E, D]`, each tried as the head.
+      norm: 1 (one `[B, E, D]` difference) or 2 (one matmul).
+
+    Returns:
+      `[B, E]`.
+    """
     return -_distance_to_all(tails - relations, entities, norm)
 
 
@@ -189,11 +219,18 @@ def rotate_l2_heads(phases, tails, entities) -> jax.Array:
 class Scorer:
     """One embedding model's scoring functions and its embedding widths.
 
-    `score`, `score_tails` and `score_heads` are described in the module docstring.
-    `complex_entities` says the entity embeddings are complex (`2 * dim` reals for `dim`
-    complex coordinates); `relation_width(dim)` is the width of a relation's embedding. A
-    frozen dataclass of module-level functions, hashable, so it can be a static argument of
+    `score`, `score_tails` and `score_heads` are described in the module docstring. A frozen
+    dataclass of module-level functions, hashable, so it can be a static argument of
     `jax.jit`.
+
+    Attributes:
+      name: the key in `SCORERS`.
+      score: `(heads, relations, tails) -> [B]`.
+      score_tails: `(heads, relations, entities) -> [B, E]`.
+      score_heads: `(relations, tails, entities) -> [B, E]`.
+      complex_entities: the entity embeddings are complex (`2 * dim` reals for `dim` complex
+        coordinates).
+      relation_is_phase: the relation embeddings are `dim` phases (RotatE).
     """
 
     name: str

@@ -36,8 +36,18 @@ def corrupt_uniform(
     entity it replaces). By default each corruption picks its side; with `same_side` all `K`
     corruptions of a triple replace the same side, picked per triple (the RotatE authors'
     head-batch / tail-batch and PyKEEN's basic sampler, which corrupts the heads of half the
-    batch and the tails of the other half). Jittable; `num_negatives`, `num_entities` and
-    `same_side` static."""
+    batch and the tails of the other half). Jittable.
+
+    Args:
+      key: a PRNG key.
+      triples: int `[B, 3]` `(head, relation, tail)`.
+      num_negatives: `K`, corruptions per triple (static).
+      num_entities: entities to draw from (static).
+      same_side: all `K` corruptions of a triple replace the same side (static).
+
+    Returns:
+      int `[B, K, 3]`.
+    """
     side_key, entity_key = jax.random.split(key)
     batch = triples.shape[0]
     side_shape = (batch, 1) if same_side else (batch, num_negatives)
@@ -68,10 +78,17 @@ def self_adversarial_loss(
 ) -> jax.Array:
     """RotatE's loss (Sun et al. 2019), scores `s = -distance`:
     `(-log sig(margin + s_pos) - sum_i p_i log sig(-margin - s_neg_i)) / 2`, with
-    `p = softmax(temperature * s_neg)` held constant (no gradient through it).
+    `p = softmax(temperature * s_neg)` held constant (no gradient through it). Jittable.
 
-    `positive_scores [B]`, `negative_scores [B, K]`, optional per-triple `weights [B]` (0 for
-    padding); returns the weighted mean over the batch. Jittable.
+    Args:
+      positive_scores: `[B]`, the true triples' scores.
+      negative_scores: `[B, K]`, their corruptions' scores.
+      margin: `margin` of the formula (the RotatE paper's gamma).
+      temperature: of the adversarial softmax; 0 weights the negatives equally.
+      weights: per-triple `[B]` (0 for padding), or None for a plain mean.
+
+    Returns:
+      A scalar: the weighted mean over the batch.
     """
     if temperature:
         adversarial = jax.nn.softmax(temperature * negative_scores, axis=-1)
@@ -90,7 +107,17 @@ def margin_ranking_loss(
     weights: jax.Array | None = None,
 ) -> jax.Array:
     """The pairwise hinge of TransE: mean over negatives of `max(0, margin - s_pos + s_neg)`,
-    `[B], [B, K] -> ()` (weighted mean over the batch). Jittable."""
+    Jittable.
+
+    Args:
+      positive_scores: `[B]`, the true triples' scores.
+      negative_scores: `[B, K]`, their corruptions' scores.
+      margin: how far a positive must score above each negative to cost nothing.
+      weights: per-triple `[B]` (0 for padding), or None for a plain mean.
+
+    Returns:
+      A scalar: the weighted mean over the batch.
+    """
     hinge = jnp.maximum(0.0, margin - positive_scores[:, None] + negative_scores)
     return _weighted_mean(jnp.mean(hinge, axis=-1), weights)
 
@@ -102,9 +129,19 @@ def one_to_n_loss(
     weights: jax.Array | None = None,
     label_smoothing: float = 0.0,
 ) -> jax.Array:
-    """1-N cross-entropy: softmax over all entities as the tail (`tail_scores [B, E]`) and as
-    the head (`head_scores [B, E]`), against the triples' own tail and head (`triples [B, 3]`);
-    the mean of both directions. Jittable."""
+    """1-N cross-entropy: softmax over all entities as the tail and as the head, against the
+    triples' own tail and head; the mean of both directions. Jittable.
+
+    Args:
+      tail_scores: `[B, E]`, every entity as the tail of each `(h, r)`.
+      head_scores: `[B, E]`, every entity as the head of each `(r, t)`.
+      triples: int `[B, 3]`, whose tail and head are the targets.
+      weights: per-triple `[B]` (0 for padding), or None for a plain mean.
+      label_smoothing: of the one-hot targets (`optax.smooth_labels`); 0 for none.
+
+    Returns:
+      A scalar: the weighted mean over the batch of both directions' mean.
+    """
     num_entities = tail_scores.shape[-1]
 
     def cross_entropy(scores, targets):
@@ -158,12 +195,21 @@ def make_epoch(
     batch_size: int,
     constrain: Callable | None = None,
 ) -> Callable:
-    """`epoch(params, opt_state, key) -> (params, opt_state, {"loss": mean})`: one pass over
-    `train_triples` `[n, 3]` in shuffled batches, one optimiser update per batch, as a jitted
-    `lax.scan`. `loss_fn(params, triples [B, 3], weights [B], key) -> scalar` (weights are 0 on
-    padding; `key` is the batch's own, for negative sampling). `constrain(params) -> params`,
-    if given, is applied after every update (a projection, e.g. PyKEEN's renormalisation of
-    unit-modulus relations)."""
+    """One epoch as a function: a pass over the training triples in shuffled batches, one
+    optimiser update per batch, as a jitted `lax.scan` (nothing on the host).
+
+    Args:
+      loss_fn: `(params, triples [B, 3], weights [B], key) -> scalar`; weights are 0 on padding and
+        `key` is the batch's own, for negative sampling.
+      optimizer: the optax transformation, one update per batch.
+      train_triples: int `[n, 3]`, all the training triples (kept on the device).
+      batch_size: triples per batch (capped at `n`); the last batch is padded.
+      constrain: `params -> params` applied after every update (a projection, e.g. PyKEEN's
+        renormalisation of unit-modulus relations), or None.
+
+    Returns:
+      The jitted `epoch(params, opt_state, key) -> (params, opt_state, {"loss": mean})`.
+    """
     train_triples = jnp.asarray(train_triples)
     num_triples = train_triples.shape[0]
     batch_size = min(batch_size, num_triples)

@@ -30,7 +30,15 @@ class TripleFileError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class KnowledgeGraph:
     """A knowledge graph's splits as index arrays `[n, 3]` int32 `(head, relation, tail)`,
-    with the entity and relation names behind the indices."""
+    with the entity and relation names behind the indices.
+
+    Attributes:
+      entities: the entity names; an entity's index is its position.
+      relations: the relation names, likewise.
+      train: int32 `[n, 3]` `(head, relation, tail)`, the training split.
+      valid: int32 `[n, 3]`, the validation split.
+      test: int32 `[n, 3]`, the test split.
+    """
 
     entities: tuple[str, ...]
     relations: tuple[str, ...]
@@ -135,8 +143,19 @@ def from_arrays(
     train: np.ndarray, valid: np.ndarray, test: np.ndarray, num_entities: int, num_relations: int,
     names: Sequence[str] | None = None,
 ) -> KnowledgeGraph:
-    """A `KnowledgeGraph` from index arrays `[n, 3]` (a synthetic graph, say); entities are
-    named `e0, e1, ...` and relations `r0, r1, ...` unless `names` gives the entities'."""
+    """A `KnowledgeGraph` from index arrays (a synthetic graph, say). Host.
+
+    Args:
+      train: int `[n, 3]` `(head, relation, tail)` indices.
+      valid: int `[n, 3]`.
+      test: int `[n, 3]`.
+      num_entities: entities in the graph; indices must lie below it.
+      num_relations: relations in the graph; relations are named `r0, r1, ...`.
+      names: the entities' names, or None for `e0, e1, ...`.
+
+    Returns:
+      The `KnowledgeGraph`; `ValueError` if an index is out of range.
+    """
     entities = tuple(names) if names is not None else tuple(f"e{i}" for i in range(num_entities))
     relations = tuple(f"r{i}" for i in range(num_relations))
     arrays = [np.asarray(split, np.int32).reshape(-1, 3) for split in (train, valid, test)]
