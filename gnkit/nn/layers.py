@@ -45,11 +45,21 @@ class GCN(nn.Module):
     `I` added on top of existing self-edges); see `gnkit.convolutions.gcn`.
 
     `W` is a Dense kernel without bias (`"linear"`, PyG's `lin.weight.T`); the bias (`"bias"`) is
-    added after the neighbourhood sum. `add_self_edges`, `symmetric_normalization`, `convention`,
-    `project_first` and `aggregator` are those of `gnkit.convolutions.gcn`; as `W` is linear, the
-    order is exact either way, and `project_first=None` picks it by width: `W` first when it
-    narrows (`F > features`), else the sum first (fewer columns along the edges either way).
-    Nodes `[N, F] -> [N, features]`. Jittable.
+    added after the neighbourhood sum. The options are those of `gnkit.convolutions.gcn`; as `W`
+    is linear, the order of `project_first` is exact either way (fewer columns along the edges is
+    the only difference). Nodes `[N, F] -> [N, features]`. Jittable.
+
+    Attributes:
+      features: output width.
+      add_self_edges: every node also counts itself once (the `I` of `A' + I`).
+      symmetric_normalization: scale by the degrees; False gives the plain sum.
+      convention: `'pyg'` (default, `GCNConv`) or `'jraph'` (`GraphConvolution`).
+      use_bias: add the bias `b` (`"bias"`) after the neighbourhood sum.
+      project_first: apply `W` before the sum (True) or after (False); None picks by width: `W`
+        first when it narrows (`F > features`), else the sum first.
+      aggregator: None for the chunked neighbour sum; a segment sum such as
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: int
@@ -92,14 +102,24 @@ class GAT(nn.Module):
     `z = x W` (`"linear"`, no bias) is split into heads; edge `j -> i` scores
     `LeakyReLU(a_s . z_j + a_r . z_i)` per head (`sender_attention`, `receiver_attention`
     `[H, features]`), a softmax over the edges into `i` weights `z_j`. Heads are concatenated
-    (`[N, H * features]`) or averaged (`[N, features]`), then the bias is added. With
-    `add_self_edges` (default, as the paper) every node attends to itself exactly once: the
-    graph's own self-edges get no weight and one per node is added. See `gnkit.attention.gat`
-    (also for `softmax` and `aggregator`). Jittable.
+    or averaged, then the bias is added. See `gnkit.attention.gat`. Jittable.
 
     As PyTorch Geometric's `GATConv` (no edge features, no dropout, no residual): `linear` kernel
     is `lin.weight.T`, `sender_attention` is `att_src[0]`, `receiver_attention` is `att_dst[0]`,
     `combine_heads='mean'` is `concat=False`.
+
+    Attributes:
+      features: width of each head.
+      num_heads: `H`.
+      combine_heads: `"concat"` (`[N, H * features]`) or `"mean"` (`[N, features]`).
+      negative_slope: of the LeakyReLU on the scores.
+      add_self_edges: every node attends to itself exactly once (default, as the paper): the
+        graph's own self-edges get no weight and one per node is added.
+      use_bias: add the bias `"bias"` after combining the heads.
+      softmax: normalises the scores over each receiver's edges (as in `gnkit.attention.gat`).
+      aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: int
@@ -147,15 +167,26 @@ class GATv2(nn.Module):
     With `s = x W_s + b_s` (`"source"`) and `t = x W_t + b_t` (`"target"`, or `s` itself when
     `share_weights`), split into `H` heads, edge `j -> i` scores `a . LeakyReLU(s_j + t_i)` per
     head (`attention` `[H, features]`); a softmax over the edges into `i` weights `s_j`, and
-    `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added.
-    `add_self_edges` (default) lets every node attend to itself exactly once (the graph's own
-    self-edges get no weight and one per node is added); without it a node with no incoming
-    edges gets only the bias. `use_bias=False` drops all three biases (`b_s`, `b_t` and the
-    output's). `softmax` and `aggregator` are as in `gnkit.attention.gat`. Jittable.
+    `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added. Self-edges
+    are handled as in `GAT`. Jittable.
 
     As PyTorch Geometric's `GATv2Conv` (no edge features, no dropout, no residual): `source` is
     `lin_l` (kernel `weight.T`), `target` is `lin_r`, `attention` is `att[0]`,
     `combine_heads='mean'` is `concat=False`, `use_bias` is `bias`.
+
+    Attributes:
+      features: width of each head.
+      num_heads: `H`.
+      combine_heads: `"concat"` (`[N, H * features]`) or `"mean"` (`[N, features]`).
+      negative_slope: of the LeakyReLU inside the score.
+      add_self_edges: every node attends to itself exactly once (default); without it a node with
+        no incoming edges gets only the bias.
+      share_weights: use `s` as `t` (one Dense instead of two).
+      use_bias: False drops all three biases (`b_s`, `b_t` and the output's).
+      softmax: normalises the scores over each receiver's edges (as in `gnkit.attention.gat`).
+      aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: int
@@ -198,12 +229,19 @@ class GATv2(nn.Module):
 class GraphSAGE(nn.Module):
     """GraphSAGE (Hamilton et al. 2017): `x'_i = W_n agg_j(p(x_j)) + b + W_r x_i`.
 
-    `agg` is `aggregator` ('mean' by default, any gnkit aggregator) over the senders of `i`'s
-    incoming edges (0 without any); `p` is the identity, or `relu(Dense(F))` (`"project"`) when
-    `project` (the paper's pooling aggregator with `aggregator='max'`). `W_n` (`"neighbors"`,
-    with the bias) and `W_r` (`"root"`, no bias; left out when `root_weight=False`) are Dense
-    kernels. `normalize` scales each output row to unit L2 norm. As PyTorch Geometric's
-    `SAGEConv`. Nodes `[N, F] -> [N, features]`.
+    `agg` runs over the senders of `i`'s incoming edges. `W_n` (`"neighbors"`, with the bias) and
+    `W_r` (`"root"`, no bias) are Dense kernels. As PyTorch Geometric's `SAGEConv`. Nodes
+    `[N, F] -> [N, features]`. Jittable.
+
+    Attributes:
+      features: output width.
+      aggregator: `agg`: `'mean'` by default, any gnkit aggregator; 0 for a node without
+        neighbours.
+      project: `p = relu(Dense(F))` (`"project"`) instead of the identity (the paper's pooling
+        aggregator with `aggregator='max'`).
+      root_weight: add `W_r x_i`; False leaves it out.
+      normalize: scale each output row to unit L2 norm.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: int
@@ -242,10 +280,16 @@ class GraphSAGE(nn.Module):
 class GIN(nn.Module):
     """Graph isomorphism layer (Xu et al. 2019): `x'_i = MLP((1 + eps) x_i + sum_j x_j)`.
 
-    The MLP (`"mlp"`) has layers `features` with `activation` between them and none after the
-    last. `eps` is `epsilon`, or a scalar parameter `"epsilon"` initialised to it when
-    `learn_epsilon` (GIN-eps). `aggregator` is that of `gnkit.convolutions.gin`. Nodes
-    `[N, F] -> [N, features[-1]]`.
+    See `gnkit.convolutions.gin`. Nodes `[N, F] -> [N, features[-1]]`. Jittable.
+
+    Attributes:
+      features: the MLP's layer widths (`"mlp"`), e.g. `(64, 64)`.
+      activation: between the MLP's layers (none after the last).
+      epsilon: `eps`, or the initial value of the parameter `"epsilon"` when `learn_epsilon`.
+      learn_epsilon: make `eps` a learned scalar (GIN-eps).
+      aggregator: None for the chunked neighbour sum; a segment sum such as
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: Sequence[int]
@@ -272,14 +316,22 @@ class GIN(nn.Module):
 class GINE(nn.Module):
     """GIN with edge features (Hu et al. 2020): `MLP((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
 
-    `e_ji` is the edge's feature row, projected to the node width by a Dense
-    (`"edge_projection"`, with bias) when `project_edges`; `None` (default) projects only when
-    the edge and node widths differ. The MLP (`"mlp"`), `epsilon` and `learn_epsilon` are as in
-    `GIN`; see `gnkit.convolutions.gine`. Nodes `[N, F] -> [N, features[-1]]`, edges `[E, D]`.
-    Jittable.
+    `e_ji` is the edge's feature row; see `gnkit.convolutions.gine`. Nodes
+    `[N, F] -> [N, features[-1]]`, edges `[E, D]`. Jittable.
 
     As PyTorch Geometric's `GINEConv` with an MLP `nn`: `project_edges=True` is `edge_dim` set
     (`edge_projection` kernel is `lin.weight.T`), `learn_epsilon` is `train_eps`.
+
+    Attributes:
+      features: the MLP's layer widths (`"mlp"`), as in `GIN`.
+      activation: between the MLP's layers (none after the last).
+      epsilon: `eps`, or the initial value of the parameter `"epsilon"` when `learn_epsilon`.
+      learn_epsilon: make `eps` a learned scalar.
+      project_edges: project `e_ji` to the node width by a Dense (`"edge_projection"`, with bias);
+        None (default) projects only when the edge and node widths differ.
+      aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
+        `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: Sequence[int]
