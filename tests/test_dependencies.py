@@ -17,7 +17,12 @@ PACKAGE = ROOT / "gnkit"
 OPTIONAL = {"networkx"}
 DEMO_ONLY_MODULES = ("gnkit/demos/", "gnkit/experiments/", "gnkit/progress.py")
 # Domain packages and the extra whose dependencies they may import.
-DOMAIN_EXTRAS = {"gnkit/chem/": "chem", "gnkit/typed_graph/conversions.py": "pyg"}
+DOMAIN_EXTRAS = {
+    "gnkit/chem/": "chem",
+    "gnkit/typed_graph/conversions.py": "pyg",
+    "gnkit/rdl/": "rdl",
+    "gnkit/demos/rdl/": "rdl",
+}
 BELOW_NN = (
     "graph.py",
     "validation.py",
