@@ -85,17 +85,23 @@ class FactorisedDense(nn.Module):
 
     Called with `parts`, a sequence of `(table [R_k, F_k], index [M] or None)` pairs, it returns
     `concat_k(table_k[index_k]) @ kernel + bias`, `[M, features]` (a None index means the table
-    already has `M` rows), passed through `activation` if one is given. With `factorised=True`
-    (default) each table is projected by its row block of `kernel` before the gather,
-    `sum_k (table_k @ kernel_k)[index_k] + bias`; with `factorised=False` the concatenation is
-    built and multiplied once. Both use the same parameters, `kernel` `[sum_k F_k, features]` and
-    `bias` `[features]`, and agree to float tolerance.
+    already has `M` rows), passed through `activation` if one is given. Factorised, each table is
+    projected by its row block of `kernel` before the gather,
+    `sum_k (table_k @ kernel_k)[index_k] + bias`; the two forms agree to float tolerance.
 
     In the factorised form the gathers, the sum, the bias and `activation` (a plain function)
     run under `jax.checkpoint`: the backward pass recomputes them from the `[R_k, features]`
     projections (elementwise work that XLA fuses into one loop) instead of keeping the gathered
     `[M, features]` arrays alive, and row-aligned parts at most 16 wide are multiplied inside
     that loop rather than by a separate matmul. Jittable.
+
+    Attributes:
+      features: output width.
+      factorised: project each table before the gather (default) rather than concatenate the
+        gathered inputs and multiply once; same parameters either way.
+      use_bias: add `bias` `[features]`.
+      kernel_init: initialiser of `kernel` `[sum_k F_k, features]`.
+      bias_init: initialiser of `bias`.
     """
 
     features: int
@@ -198,26 +204,40 @@ class GraphNetwork(nn.Module):
     Stages (each skipped when its features are None), with inputs in this order:
       - edges `[E, F_e'] = mlp_e(edges, sender nodes, receiver nodes, globals)`;
       - nodes `[N, F_v'] = mlp_v(nodes, received edges, [sent edges,] globals)`, edges reduced
-        per node by `aggregator` (a name or any `gnkit.aggregators` callable, e.g. a
-        `LCMAggregation` module);
+        per node by `aggregator`;
       - globals `[G, F_u'] = mlp_u(edges, nodes, globals)`, reduced per graph by
         `global_aggregator`.
 
-    Each stage sees the previous stages' outputs. `use_globals=False` leaves globals out of every
-    input. Each MLP has layers `*_features` with `activation` between them (and after the last if
-    `activate_final`), then LayerNorm if `layer_norm`; its first layer is a `FactorisedDense`
-    (see the module docstring; `factorised=False` concatenates instead, same parameters).
-    `indices_are_sorted` declares `graph.receivers` sorted.
+    Each stage sees the previous stages' outputs. Each MLP's first layer is a `FactorisedDense`
+    (see the module docstring).
 
     `edge_outputs=False` is for when only the aggregated edges matter (messages, as in an
     interaction network): the edge MLP's last layer is applied after each aggregation instead of
     on every edge (see the module docstring), which removes a matmul and several `[E, F]` passes
     from the step. The node and global outputs are the same as with `edge_outputs=True`, with
-    the same parameters; the returned graph's `edges` is None. It needs linear aggregations
-    ('sum' or 'mean' for every edge reduction used), `activate_final=False`, `layer_norm=False`
-    and a node or global stage; otherwise it raises a `ValueError`.
+    the same parameters.
 
     Returns the graph with the updated fields. Jittable.
+
+    Attributes:
+      edge_features: the edge MLP's layer widths (`F_e'` last); None skips the edge stage.
+      node_features: the node MLP's layer widths (`F_v'` last); None skips the node stage.
+      global_features: the global MLP's layer widths (`F_u'` last); None (default) skips the
+        global stage.
+      activation: between the MLPs' layers (and after the last if `activate_final`).
+      activate_final: apply `activation` after each MLP's last layer too.
+      layer_norm: LayerNorm after each MLP.
+      aggregator: reduces edges per node (a name or any `gnkit.aggregators` callable, e.g. an
+        `LCMAggregation` module).
+      global_aggregator: reduces edges and nodes per graph.
+      use_sent_edges: also give the node MLP each node's reduced outgoing edges.
+      use_globals: give every MLP the globals; False leaves them out of every input.
+      factorised: the MLPs' first layer is a `FactorisedDense` (default); False concatenates the
+        inputs instead, with the same parameters.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+      edge_outputs: False applies the edge MLP's last layer after each aggregation instead of on
+        every edge and returns `edges=None`; needs linear aggregations (`'sum'` or `'mean'`),
+        `activate_final=False`, `layer_norm=False` and a node or global stage (else `ValueError`).
     """
 
     edge_features: Sequence[int] | None
@@ -357,6 +377,14 @@ class GraphIndependent(nn.Module):
 
     `edges' = MLP(edge_features)(edges)`, and likewise for nodes and globals; a field whose
     features are None is left as is. The MLP settings are shared by the three. Jittable.
+
+    Attributes:
+      edge_features: the edge MLP's layer widths; None leaves the edges as they are.
+      node_features: the node MLP's layer widths; None leaves the nodes as they are.
+      global_features: the global MLP's layer widths; None leaves the globals as they are.
+      activation: between the MLPs' layers (and after the last if `activate_final`).
+      activate_final: apply `activation` after each MLP's last layer too.
+      layer_norm: LayerNorm after each MLP.
     """
 
     edge_features: Sequence[int] | None = None
