@@ -40,7 +40,7 @@ def _init(name, config, data):
     return {**params, "b": jnp.zeros(())} if name == "offset" else params
 
 
-def _loss(name, config):
+def _loss(name, config, data):
     def loss_fn(params, batch):
         error = _predict(name, params, batch["x"]) - batch["y"]
         return jnp.mean(error**2), {"max_error": jnp.max(jnp.abs(error))}

@@ -48,8 +48,8 @@ class Comparison:
         tested on (generated, read or cached in the run directory).
       init: `(name, config, data) -> params`, model `name`'s initial parameters from
         `config.seed`.
-      loss: `(name, config) -> loss_fn`, with `loss_fn(params, batch) -> (loss, metrics)`
-        jittable (metrics: a dict of scalars).
+      loss: `(name, config, data) -> loss_fn`, with `loss_fn(params, batch) -> (loss,
+        metrics)` jittable (metrics: a dict of scalars).
       optimizer: `config -> optax.GradientTransformation`.
       make_batch: `(config, data) -> batch_of_step`, with `batch_of_step(update) -> batch` a
         pure function of the update index, so a resumed run sees the same batches.
@@ -64,7 +64,7 @@ class Comparison:
 
     load_data: Callable[[Any, RunDir, bool], Any]
     init: Callable[[str, Any, Any], Params]
-    loss: Callable[[str, Any], Callable[[Params, Batch], tuple[jax.Array, dict]]]
+    loss: Callable[[str, Any, Any], Callable[[Params, Batch], tuple[jax.Array, dict]]]
     optimizer: Callable[[Any], optax.GradientTransformation]
     make_batch: Callable[[Any, Any], Callable[[int], Batch]]
     validate: Callable[[str, Any, Any], Callable[[Params], Mapping[str, Any]]]
@@ -118,7 +118,7 @@ def train_model(
     state = training.resume_or(initial_state(comparison, name, config, data), checkpoints)
     strategy = parallel.data_parallel(options.parallel)
     step = strategy.train_step(
-        comparison.loss(name, config), comparison.optimizer(config), has_aux=True
+        comparison.loss(name, config, data), comparison.optimizer(config), has_aux=True
     )
     batches = comparison.make_batch(config, data)
     if options.progress:

@@ -33,8 +33,8 @@ def loss_fn(model: nn.Module):
     return loss
 
 
-def loss(name: str, config: ClevrConfig):
-    """Model `name`'s `loss_fn`."""
+def loss(name: str, config: ClevrConfig, data=None):
+    """Model `name`'s `loss_fn` (`data` is not needed)."""
     return loss_fn(build_model(name, config))
 
 

@@ -34,8 +34,8 @@ def loss_fn(model: nn.Module, num_steps: int):
     return loss
 
 
-def loss(name: str, config: PrettyClevrConfig):
-    """Model `name`'s `loss_fn` over its steps."""
+def loss(name: str, config: PrettyClevrConfig, data=None):
+    """Model `name`'s `loss_fn` over its steps (`data` is not needed)."""
     return loss_fn(build_model(name, config), model_steps(name, config))
 
 
