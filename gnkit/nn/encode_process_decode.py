@@ -20,20 +20,28 @@ from gnkit.nn.graph_network import GraphIndependent, GraphNetwork
 class EncodeProcessDecode(nn.Module):
     """graph_nets' EncodeProcessDecode: encoder, core applied N times, decoder after each step.
 
-    Every MLP has `num_layers` layers of `latent_size` units, ReLU after each (also the last),
-    then LayerNorm if `layer_norm` (the demos' `make_mlp_model`). The encoder and decoder are
-    `GraphIndependent`; the core is a `GraphNetwork` (edge, node and global update, `aggregator`
-    for both reductions, first layers factorised unless `factorised=False`) whose input at each
-    step is `[encoded, latent]`, so its inputs are `2 * latent_size` wide. The output layer is a
-    Dense of `edge_output_size` / `node_output_size` / `global_output_size` per field; a field
-    whose size is None is None in the outputs.
+    Every MLP has `num_layers` layers of `latent_size` units, ReLU after each (also the last).
+    The encoder and decoder are `GraphIndependent`; the core is a `GraphNetwork` (edge, node and
+    global update) whose input at each step is `[encoded, latent]`, so its inputs are
+    `2 * latent_size` wide. The output layer is a Dense per field.
 
     Call with a graph with nodes `[N, F_v]`, edges `[E, F_e]`, globals `[G, F_u]`, senders and
     receivers, and a static `num_processing_steps`. Returns a list of `num_processing_steps`
     graphs (one per step) with nodes `[N, node_output_size]`, edges `[E, edge_output_size]`,
     globals `[G, global_output_size]`. The steps run under `jax.lax.scan` (`nn.scan`: one
     compiled step for any number of steps); `scan=False` unrolls them in Python, with the same
-    parameters and results. `indices_are_sorted` declares `graph.receivers` sorted.
+    parameters and results. Jittable.
+
+    Attributes:
+      edge_output_size: width of the output edges; None gives `edges=None` in the outputs.
+      node_output_size: width of the output nodes; None gives `nodes=None`.
+      global_output_size: width of the output globals; None gives `globals=None`.
+      latent_size: units of every MLP layer, and the latent graph's width.
+      num_layers: layers of every MLP.
+      layer_norm: LayerNorm after every MLP (the demos' `make_mlp_model`).
+      aggregator: the core's reduction of edges per node and of edges and nodes per graph.
+      factorised: the core's first layers are `FactorisedDense` (default); False concatenates.
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     edge_output_size: int | None = None

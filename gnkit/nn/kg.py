@@ -34,9 +34,21 @@ class RGCN(nn.Module):
     - `num_blocks=K`: `W_r` block-diagonal with `K` blocks, `"blocks"` `[R, K, F/K, F'/K]`
       (`F` and `features` divisible by `K`).
 
-    `self_loop` adds `x_i W_0` (`"self"`, a Dense without bias); `normalization` is that of
-    `gnkit.convolutions.rgcn` (`'in_degree'`: mean per relation). No activation. Nodes
-    `[N, F] -> [N, features]`. Jittable.
+    No activation. Nodes `[N, F] -> [N, features]`. Jittable.
+
+    Attributes:
+      features: output width `F'`.
+      num_relations: `R`; relation ids lie in `[0, R)`.
+      num_bases: `B` shared bases for the basis decomposition, or None.
+      num_blocks: `K` diagonal blocks for the block decomposition, or None (not with
+        `num_bases`).
+      self_loop: add `x_i W_0` (`"self"`, a Dense without bias).
+      use_bias: add the bias `b` (`"bias"`).
+      normalization: `c_{i,r}` as in `gnkit.convolutions.rgcn`: `'in_degree'` (mean per relation)
+        or `'none'`.
+      kernel_init: initialiser of the relation weights (kernels, bases and coefficients, or
+        blocks).
+      indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
     """
 
     features: int
@@ -99,7 +111,15 @@ class RGCN(nn.Module):
 
 class RGCNEncoder(nn.Module):
     """Stacked `RGCN` layers with `activation` between them (none after the last), as the
-    R-GCN paper's link-prediction encoder. Nodes `[N, F] -> [N, features[-1]]`. Jittable."""
+    R-GCN paper's link-prediction encoder. Nodes `[N, F] -> [N, features[-1]]`. Jittable.
+
+    Attributes:
+      features: each layer's output width.
+      num_relations: relations in the graph, as in `RGCN`.
+      num_bases: every layer's basis decomposition, as in `RGCN`.
+      num_blocks: every layer's block decomposition, as in `RGCN`.
+      activation: between the layers.
+    """
 
     features: Sequence[int]
     num_relations: int
@@ -140,21 +160,27 @@ class KGEmbedding(nn.Module):
     Parameters: `"entities"` `[num_entities, W]` and `"relations"` `[num_relations, Wr]`, with
     `W = scorer.entity_width(dim)` (`2 * dim` for ComplEx and RotatE: real parts, then
     imaginary) and `Wr = scorer.relation_width(dim)` (RotatE: `dim` phases, initialised uniform
-    in `[-pi, pi)`). `initializer` is `'xavier_uniform'`, `'normal'` (std `init_scale`) or
-    `'uniform'` (in `[-init_scale, init_scale)`); relations other than phases get the same.
-
-    With an `encoder` (an `RGCNEncoder`, say, output width `W`), the entity table is the
-    encoder's output over `graph` (nodes: the entity embeddings; edges: relation ids), and every
-    method takes that `graph`. Methods (all jittable):
+    in `[-pi, pi)`). With an `encoder`, every method takes its input `graph`. Methods (all
+    jittable):
 
     - `__call__(heads, relations, tails, graph=None) -> [B]`: scores of index triples `[B]` each;
     - `score_tails(heads, relations, graph=None) -> [B, E]`, `score_heads(relations, tails,
       graph=None) -> [B, E]`;
     - `tables(graph=None) -> (entities [E, W], relations [R, Wr])`, what `gnkit.kg.evaluate`
       takes;
-    - `penalty(heads, relations, tails, kind, graph=None) -> ()`: N3 (`'n3'`, Lacroix et al.
-      2018: the mean over the batch of the summed cubed moduli of the three embeddings) or L2
-      (`'l2'`: of the squares).
+    - `penalty(heads, relations, tails, kind, graph=None) -> ()`: the N3 or L2 regulariser.
+
+    Attributes:
+      num_entities: rows of `"entities"`.
+      num_relations: rows of `"relations"`.
+      dim: the embedding size (complex coordinates for ComplEx and RotatE).
+      scorer: a `Scorer` or its name in `gnkit.kg.SCORERS`.
+      initializer: `'xavier_uniform'`, `'normal'` (std `init_scale`) or `'uniform'` (in
+        `[-init_scale, init_scale)`), for the entities and for relations other than phases.
+      init_scale: the scale of `'normal'` and `'uniform'`.
+      encoder: a module mapping the graph (nodes: the entity table; edges: relation ids) to the
+        entity table used for scoring, output width `W` (an `RGCNEncoder`, say); None uses the
+        table itself.
     """
 
     num_entities: int
@@ -209,7 +235,19 @@ class KGEmbedding(nn.Module):
 
     def penalty(self, heads, relations, tails, kind: str = "n3",
                 graph: GraphsTuple | None = None) -> jax.Array:
-        """The N3 or L2 regulariser of the batch's embeddings (phases are not penalised)."""
+        """The N3 or L2 regulariser of the batch's embeddings (phases are not penalised).
+
+        Args:
+          heads: int `[B]`, the batch's head indices.
+          relations: int `[B]`, its relation indices.
+          tails: int `[B]`, its tail indices.
+          kind: `'n3'` (Lacroix et al. 2018: the mean over the batch of the summed cubed moduli
+            of the three embeddings) or `'l2'` (of the squares).
+          graph: the encoder's input graph, needed when there is an encoder.
+
+        Returns:
+          A scalar.
+        """
         entities, relation_table = self.tables(graph)
         scorer = get_scorer(self.scorer)
         factors = [entities[heads], entities[tails]]
