@@ -112,13 +112,20 @@ class RelationNetwork(nn.Module):
         mask: jax.Array | None = None,
         pairs: jax.Array | None = None,
     ) -> jax.Array:
-        """The dense layout: objects `[B, n, F]`, questions `[B, Q]` (or None), `mask` `[B, n]`
-        (true for real objects; None: all real) and, with `use_edges`, the features of each pair
-        `pairs` `[B, n, n, P]` (`pairs[b, r, s]`: receiver `r`, sender `s`). Returns
-        `[B, output_features[-1]]`.
+        """The dense layout: one array of objects per scene instead of a graph. Jittable.
 
         A pair counts when both its objects are real (and, without `self_pairs`, they differ), so
         a masked object's features change nothing.
+
+        Args:
+          objects: `[B, n, F]`, each scene's objects.
+          question: `[B, Q]`, each scene's question, or None for an unconditioned network.
+          mask: bool `[B, n]`, true for real objects; None: all real.
+          pairs: `[B, n, n, P]`, each pair's features (`pairs[b, r, s]`: receiver `r`, sender `s`);
+            given exactly when `use_edges` is on.
+
+        Returns:
+          `[B, output_features[-1]]`.
         """
         if (pairs is not None) != self.use_edges:
             raise ValueError(
@@ -164,11 +171,19 @@ def pair_graph(
 ) -> GraphsTuple:
     """The edge-list input of `RelationNetwork` for dense scenes. Host (NumPy).
 
-    `objects` `[B, n, F]`, `question` `[B, Q]` or None, `mask` `[B, n]` bool (None: all real),
-    `pairs` `[B, n, n, P]` or None (`pairs[b, r, s]`: receiver `r`, sender `s`, as
-    `RelationNetwork.dense` takes them). Returns one fully connected graph per scene over its real
-    objects (in order), every ordered pair an edge (`(i, i)` too if `self_pairs`) with its row of
-    `pairs` as the edge features `[E, P]`, the question as the graph's globals.
+    The same pairs count as in `RelationNetwork.dense`: those of real objects.
+
+    Args:
+      objects: `[B, n, F]`, each scene's objects.
+      question: `[B, Q]`, each scene's question (the graphs' globals), or None.
+      mask: bool `[B, n]`, true for real objects; None: all real.
+      self_pairs: also make `(i, i)` an edge.
+      pairs: `[B, n, n, P]`, each pair's features (`pairs[b, r, s]`: receiver `r`, sender `s`, as
+        `RelationNetwork.dense` takes them), or None.
+
+    Returns:
+      One fully connected graph per scene over its real objects (in order), every ordered pair an
+      edge with its row of `pairs` as the edge features `[E, P]`.
     """
     objects = np.asarray(objects)
     real = np.ones(objects.shape[:2], bool) if mask is None else np.asarray(mask, bool)

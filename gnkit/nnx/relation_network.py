@@ -46,6 +46,16 @@ class RelationNetwork(Twin, linen=relation_network.RelationNetwork):
         return self._apply(graph)
 
     def dense(self, objects, question=None, mask=None, pairs=None) -> jax.Array:
-        """The dense layout: objects `[B, n, F]` (question `[B, Q]`, mask `[B, n]`, pairs
-        `[B, n, n, P]`) -> `[B, output_features[-1]]`."""
+        """The dense layout, as `gnkit.nn.RelationNetwork.dense`.
+
+        Args:
+          objects: `[B, n, F]`, each scene's objects.
+          question: `[B, Q]`, each scene's question, or None for an unconditioned network.
+          mask: bool `[B, n]`, true for real objects; None: all real.
+          pairs: `[B, n, n, P]`, each pair's features (`pairs[b, r, s]`: receiver `r`, sender `s`);
+            given exactly when `use_edges` is on.
+
+        Returns:
+          `[B, output_features[-1]]`.
+        """
         return self._apply(objects, question, mask, pairs, method=_dense)
