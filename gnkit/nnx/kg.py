@@ -97,5 +97,16 @@ class KGEmbedding(Twin, linen=kg.KGEmbedding):
 
     def penalty(self, heads, relations, tails, kind: str = "n3",
                 graph: GraphsTuple | None = None) -> jax.Array:
-        """The N3 or L2 regulariser of the batch's embeddings."""
+        """The N3 or L2 regulariser of the batch's embeddings.
+
+        Args:
+          heads: int `[B]`, the batch's head indices.
+          relations: int `[B]`, its relation indices.
+          tails: int `[B]`, its tail indices.
+          kind: `'n3'` or `'l2'`, as in `gnkit.nn.KGEmbedding.penalty`.
+          graph: the encoder's input graph, needed when there is an encoder.
+
+        Returns:
+          A scalar; phases are not penalised.
+        """
         return self._apply(heads, relations, tails, kind, graph, method=_method("penalty"))

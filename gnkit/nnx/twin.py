@@ -211,8 +211,18 @@ def sample_graph(
     n_node: int = 1,
 ) -> GraphsTuple:
     """A graph of `n_node` nodes and one edge (node 0 to itself) with zero features of the
-    given widths (None: no such field); with `relation_ids`, the edges are relation ids `[1]`.
-    The input that initialises a twin's linen module."""
+    given widths: the input that initialises a twin's linen module. Jittable.
+
+    Args:
+      nodes: node feature width, or None for `nodes=None`.
+      edges: edge feature width, or None for `edges=None`.
+      globals_: global feature width (one graph), or None for `globals=None`.
+      relation_ids: make the edges int32 relation ids `[1]` instead (an R-GCN's input).
+      n_node: nodes in the graph.
+
+    Returns:
+      The `GraphsTuple`, zeros throughout.
+    """
     edge_features = None
     if relation_ids:
         edge_features = jnp.zeros((1,), jnp.int32)
