@@ -211,7 +211,7 @@ def sample_graph(
     n_node: int = 1,
 ) -> GraphsTuple:
     """A graph of `n_node` nodes and one edge (node 0 to itself) with zero features of the
-    given widths: the input that initialises a twin's linen module. Jittable.
+    given widths: the input that initialises a twin's linen module.
 
     Args:
       nodes: node feature width, or None for `nodes=None`.
