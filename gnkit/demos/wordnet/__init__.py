@@ -9,12 +9,16 @@ synsets with GraphSAGE trained on fixed-shape neighbour samples (`gnkit.sampling
 GCN, an MLP on the gloss features and label propagation, on every pointer and on a graph without
 hypernym / hyponym pointers (`variants`); then predicts held-out hypernym pointers with a
 GraphSAGE encoder trained on link samples (MRR, Hits@10 among all synsets, filtered), beside
-gloss cosine similarity. Accuracy, epoch time and step memory per model. Results are on the
-docs' WordNet results page.
+gloss cosine similarity. Accuracy, epoch time and step memory per model; GraphSAGE's loss per
+epoch goes to `metrics_<variant>_sage.jsonl` in the run directory, the table to stderr. A run
+continued with a larger `epochs` trains every model again from the start (no checkpoints: the
+whole default run takes a few CPU-minutes). Results are on the docs' WordNet results page.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 
 from gnkit import experiments
@@ -39,11 +43,15 @@ def train(config: WordNetConfig, run_dir, options) -> dict:
                 rows[model] = training.train_full_batch(config, loaded, graph, model,
                                                         options.should_stop)
             if options.progress:
-                print(f"{variant} {model}: test {rows[model]['test']:.3f}", flush=True)
+                print(f"{variant} {model}: test {rows[model]['test']:.3f}", file=sys.stderr,
+                      flush=True)
         results["classification"][variant] = rows
+        if run_dir is not None and "sage" in rows:
+            lines = [json.dumps(row) for row in rows["sage"]["epochs"]]
+            run_dir.file(f"metrics_{variant}_sage.jsonl").write_text("\n".join(lines) + "\n")
     if config.link_epochs:
         results["link"] = training.train_link(config, loaded, options.should_stop)
-    print(report.table(results))
+    print(report.table(results), file=sys.stderr)
     return results
 
 

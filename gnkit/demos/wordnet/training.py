@@ -65,21 +65,24 @@ def train_sage(config, data, graph: GraphsTuple, should_stop=lambda: False) -> d
         return optax.apply_updates(params, updates), opt_state, loss
 
     memory = step_memory_mb(step, params, opt_state, sampler.empty())
-    epoch_seconds, waits = [], []
+    history = []
     for epoch in range(config.epochs):
         batches = prefetch(sampler, epoch, num_workers=config.prefetch_workers)
-        start = time.perf_counter()
+        start, losses = time.perf_counter(), []
         for sample in batches:
             params, opt_state, loss = step(params, opt_state, sample)
-            loss.block_until_ready()
+            losses.append(float(loss))
             if should_stop():
                 break
-        epoch_seconds.append(time.perf_counter() - start)
-        waits.append(batches.wait_fraction)
+        history.append({"step": epoch + 1, "loss": float(np.mean(losses)),
+                        "epoch_seconds": time.perf_counter() - start,
+                        "sampler_wait_fraction": batches.wait_fraction})
     logits = jax.jit(model.apply)(params, graph)
-    return {**_accuracies(logits, data), "epoch_seconds": float(np.median(epoch_seconds)),
-            "step_memory_mib": memory, "sampler_wait_fraction": float(np.mean(waits)),
-            "steps_per_epoch": len(sampler), "final_loss": float(loss)}
+    return {**_accuracies(logits, data),
+            "epoch_seconds": float(np.median([row["epoch_seconds"] for row in history])),
+            "step_memory_mib": memory,
+            "sampler_wait_fraction": float(np.mean([r["sampler_wait_fraction"] for r in history])),
+            "steps_per_epoch": len(sampler), "final_loss": float(loss), "epochs": history}
 
 
 def train_full_batch(config, data, graph: GraphsTuple, name: str, should_stop=lambda: False):
