@@ -45,9 +45,18 @@ def device_batches(
     The graphs are divided by `split_graphs`, batched with `batch_np` and padded with
     `pad_with_graphs` to the largest device batch plus one padding node and graph, rounded up by
     `policy.round` when a policy is given (so a stream of steps compiles a handful of times), or
-    to exactly `budget = (n_node, n_edge, n_graph)`. On many hosts every process must produce
-    the same shapes without seeing the others' data: give a `budget` there. Needs at least
-    `num_devices` graphs. Pass the result to `shard_device_batches`.
+    to exactly `budget`.
+
+    Args:
+      graphs: NumPy graphs (or small batches), at least `num_devices` of them.
+      num_devices: batches to make, one per device.
+      policy: round the padded size up on this bucket ladder; None pads to the largest device
+        batch plus one padding node and graph.
+      budget: `(n_node, n_edge, n_graph)` to pad every batch to exactly (not with `policy`); give
+        it on many hosts, where every process must produce the same shapes.
+
+    Returns:
+      `num_devices` padded `GraphsTuple`s of one shape, for `shard_device_batches`.
     """
     if len(graphs) < num_devices:
         raise ValueError(f"{len(graphs)} graphs cannot fill {num_devices} devices.")
@@ -80,6 +89,16 @@ def iterate_device_batches(
     """`device_batches` of each consecutive `graphs_per_step` graphs of a stream. Host generator.
 
     A last chunk with fewer graphs than devices is dropped.
+
+    Args:
+      graphs: a stream of NumPy graphs.
+      graphs_per_step: graphs consumed per step, divided over the devices.
+      num_devices: batches per step, one per device.
+      policy: as in `device_batches`.
+      budget: as in `device_batches`.
+
+    Returns:
+      A generator of lists of `num_devices` padded batches.
     """
     iterator = iter(graphs)
     while len(chunk := list(itertools.islice(iterator, graphs_per_step))) >= num_devices:

@@ -25,12 +25,21 @@ def initialize(
 ) -> tuple[int, int]:
     """Start `jax.distributed` and return `(process_index, process_count)`. Host.
 
-    Each argument left None is read from `JAX_COORDINATOR_ADDRESS` (`host:port` of process 0),
-    `JAX_NUM_PROCESSES` and `JAX_PROCESS_ID`; if still None, JAX detects it on Slurm, Open MPI,
-    Cloud TPU and Kubernetes. `cpu_collectives` ('gloo' or 'mpi'; None leaves JAX's default) lets
-    CPU devices reduce across processes and does not affect GPUs or TPUs. Other keyword arguments
-    go to `jax.distributed.initialize`. Call it before any other JAX call; once started, a second
+    An argument None in the call and in the environment is detected by JAX on Slurm, Open MPI,
+    Cloud TPU and Kubernetes. Call it before any other JAX call; once started, a second
     call only returns the pair.
+
+    Args:
+      coordinator_address: `host:port` of process 0; None reads `JAX_COORDINATOR_ADDRESS`.
+      num_processes: processes in the job; None reads `JAX_NUM_PROCESSES`.
+      process_id: this process's index; None reads `JAX_PROCESS_ID`.
+      local_device_ids: the devices this process uses; None: all visible ones.
+      cpu_collectives: `'gloo'` or `'mpi'`, so CPU devices can reduce across processes (no effect
+        on GPUs or TPUs); None leaves JAX's default.
+      **kwargs: passed on to `jax.distributed.initialize`.
+
+    Returns:
+      `(process_index, process_count)`.
     """
     if jax.distributed.is_initialized():
         return jax.process_index(), jax.process_count()

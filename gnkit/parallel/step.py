@@ -25,9 +25,7 @@ def make_train_step(
 ) -> StepFn:
     """A compiled `step(params, opt_state, batch) -> (params, opt_state, metrics)`.
 
-    The same as `data_parallel(mode, mesh).train_step(...)`. `loss_fn(params, batch)` returns
-    the scalar loss of one device's batch, or `(loss, metrics)` with `has_aux` (`metrics` a dict
-    of arrays); the step returns `{"loss": loss, **metrics}`.
+    The same as `data_parallel(mode, mesh).train_step(...)`.
 
     'single' and 'mesh' are `jit` of a `shard_map` over `mesh` (one device for 'single'):
     params replicated (`replicate`), the batch sharded (`shard_batch`, `shard_device_batches`),
@@ -36,11 +34,26 @@ def make_train_step(
     params, batch and outputs (`unreplicate` gives one copy).
 
     Across devices the loss and metrics are weighted means, the weight of a device being
-    `weight_fn(batch)` (e.g. its number of real graphs) or 1, and the gradient is that of the
-    weighted mean: local gradients summed by one all-reduce. With a `loss_fn` that averages over
-    real examples and `weight_fn` counting them, one step equals a single-device step on the
-    union of the device batches. `donate` lets the outputs reuse the params and opt_state buffers;
-    `compiler_options` are XLA options for the compiled step ('single' and 'mesh').
+    `weight_fn(batch)` or 1, and the gradient is that of the weighted mean: local gradients
+    summed by one all-reduce. With a `loss_fn` that averages over real examples and `weight_fn`
+    counting them, one step equals a single-device step on the union of the device batches.
+
+    Args:
+      loss_fn: `(params, batch) -> loss`, the scalar loss of one device's batch, or
+        `(loss, metrics)` with `has_aux` (`metrics` a dict of arrays).
+      optimizer: the optax transformation applied to the all-reduced gradient.
+      mode: `'single'` (one device), `'pmap'` or `'mesh'`.
+      mesh: the devices to use; None: every device of every process (`'single'`: this process's
+        first local device; `'pmap'`: this process's devices).
+      weight_fn: `batch -> weight` of a device's batch in the weighted means (e.g. its number of
+        real graphs); None weighs every device 1.
+      has_aux: `loss_fn` returns `(loss, metrics)`.
+      donate: let the outputs reuse the params and opt_state buffers.
+      compiler_options: XLA options for the compiled step (`jit` only, not `pmap`).
+
+    Returns:
+      The compiled `step(params, opt_state, batch) -> (params, opt_state, {"loss": loss,
+      **metrics})`.
     """
     return data_parallel(mode, mesh).train_step(
         loss_fn,

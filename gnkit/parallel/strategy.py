@@ -113,10 +113,24 @@ class _Strategy:
     ) -> StepFn:
         """The compiled `step(params, opt_state, batch) -> (params, opt_state, metrics)`.
 
-        See `gnkit.parallel.make_train_step` for the arguments. The mesh strategy compiles it
-        as `jit` of a `shard_map`; the pmap strategy as `jax.pmap`, whose outputs keep the
-        leading device axis (`unreplicate` gives one copy) and which takes no
-        `compiler_options`."""
+        See `gnkit.parallel.make_train_step` for how devices are weighted. The mesh strategy
+        compiles it as `jit` of a `shard_map`; the pmap strategy as `jax.pmap`, whose outputs keep
+        the leading device axis (`unreplicate` gives one copy).
+
+        Args:
+          loss_fn: `(params, batch) -> loss`, the scalar loss of one device's batch, or
+            `(loss, metrics)` with `has_aux` (`metrics` a dict of arrays).
+          optimizer: the optax transformation applied to the all-reduced gradient.
+          weight_fn: `batch -> weight` of a device's batch in the weighted means (e.g. its number of
+            real graphs); None weighs every device 1.
+          has_aux: `loss_fn` returns `(loss, metrics)`.
+          donate: let the outputs reuse the params and opt_state buffers.
+          compiler_options: XLA options for the compiled step (`jit` only, not `pmap`).
+
+        Returns:
+          The compiled `step(params, opt_state, batch) -> (params, opt_state, {"loss": loss,
+          **metrics})`.
+        """
         device_step = self._device_step(loss_fn, optimizer, weight_fn, has_aux)
         return self._compile(device_step, (0, 1) if donate else (), compiler_options)
 
