@@ -100,7 +100,17 @@ class ProgressBar:
 
 
 def track(items: Iterable[T], total: int, description: str, unit: str = "batch") -> Iterator[T]:
-    """Iterate over `items` with a progress bar of `total` units that vanishes when done."""
+    """Iterate over `items` with a progress bar of `total` units that vanishes when done.
+
+    Args:
+      items: what to iterate over.
+      total: the bar's length, in units (the number of items expected).
+      description: the text before the bar.
+      unit: the name of one unit in the rate shown.
+
+    Returns:
+      A generator of `items`' elements, one unit of the bar per element.
+    """
     with ProgressBar(total, description=description, unit=unit, transient=True) as bar:
         for item in items:
             yield item

@@ -21,7 +21,17 @@ def labelling_metrics(
 ) -> dict[str, float]:
     """Node and edge accuracy (argmax of `[N, 2]` / `[E, 2]` scores vs one-hot targets) and the
     fraction of real graphs solved: every edge label right, and every node label too when
-    `solved_needs_nodes`. `graph_mask` (bool `[G]`) keeps only the real graphs of a padded batch.
+    `solved_needs_nodes`. Host (NumPy).
+
+    Args:
+      outputs: the model's graph, scores `[N, 2]` on the nodes and `[E, 2]` on the edges.
+      targets: the one-hot targets, same layout.
+      graph_mask: bool `[G]`, true for the real graphs of a padded batch; None: all real.
+      solved_needs_nodes: a graph counts as solved only if its node labels are right too (not
+        only its edge labels).
+
+    Returns:
+      `{"node_accuracy", "edge_accuracy", "solved"}`, floats over the real graphs.
     """
     n_graph = len(targets.n_node)
     keep = np.ones(n_graph, bool) if graph_mask is None else np.asarray(graph_mask, bool)

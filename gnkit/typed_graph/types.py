@@ -31,10 +31,11 @@ class Context(NamedTuple):
 class NodeSet(NamedTuple):
     """One set of nodes of the same type.
 
-    - n_node: int `[G]`, this set's nodes per graph.
-    - features: ArrayTree of leaves `[N, ...]` (an array or a dict of arrays), or None.
-    - time: int32 `[N]`, each node's timestamp, or None.
-    - global_id: int `[N]`, each node's id in the data set it was taken from, or None.
+    Attributes:
+      n_node: int `[G]`, this set's nodes per graph.
+      features: ArrayTree of leaves `[N, ...]` (an array or a dict of arrays), or None.
+      time: int32 `[N]`, each node's timestamp, or None.
+      global_id: int `[N]`, each node's id in the data set it was taken from, or None.
     """
 
     n_node: jax.Array
@@ -46,11 +47,12 @@ class NodeSet(NamedTuple):
 class EdgeSet(NamedTuple):
     """One set of edges of the same type, from one node set to one node set.
 
-    - n_edge: int `[G]`, this set's edges per graph.
-    - senders: int `[E]`, rows of the sender node set.
-    - receivers: int `[E]`, rows of the receiver node set.
-    - features: ArrayTree of leaves `[E, ...]`, or None.
-    - time: int32 `[E]`, each edge's timestamp, or None.
+    Attributes:
+      n_edge: int `[G]`, this set's edges per graph.
+      senders: int `[E]`, rows of the sender node set.
+      receivers: int `[E]`, rows of the receiver node set.
+      features: ArrayTree of leaves `[E, ...]`, or None.
+      time: int32 `[E]`, each edge's timestamp, or None.
     """
 
     n_edge: jax.Array
