@@ -42,8 +42,17 @@ OBJECT_FEATURES = 3 + sum(len(vocab.values(name)) for name in TABLE_ATTRIBUTES)
 
 
 def generate(num_scenes: int, seed: int = 0, split: str = "new", first_index: int = 0):
-    """`num_scenes` random scenes and their questions, `(scenes, questions)` as lists of dicts in
-    the released format, deterministic in `seed`."""
+    """Random scenes and their questions in CLEVR's released format. Host.
+
+    Args:
+      num_scenes: scenes to draw.
+      seed: with `split`, seeds the generator; the same pair gives the same scenes and questions.
+      split: the split's name, stored in each scene (and in its image file name).
+      first_index: the `image_index` of the first scene (to continue a split).
+
+    Returns:
+      `(scenes, questions)`, lists of dicts in the released format, questions numbered from 0.
+    """
     rng = random.Random(f"clevr-{seed}-{split}")
     generator = QuestionGenerator(rng)
     scenes, questions = [], []
@@ -57,7 +66,18 @@ def generate(num_scenes: int, seed: int = 0, split: str = "new", first_index: in
 
 
 def write_split(folder: str | Path, scenes: list[dict], questions: list[dict], split: str) -> None:
-    """Write `folder/scenes.json` and `folder/questions.json` (CLEVR's formats)."""
+    """Write `folder/scenes.json` and `folder/questions.json` (CLEVR's formats).
+
+    Args:
+      folder: the directory to write into (created if missing).
+      scenes: the scene dicts, as `generate` returns them.
+      questions: the question dicts.
+      split: the split's name, stored in both files' `info`.
+
+    Returns:
+      None. Each file is written to a temporary name and then renamed, so a reader never sees a
+      half-written file.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     info = {"split": split, "version": "1.0", "generator": "gnkit.tasks.clevr"}

@@ -147,7 +147,17 @@ HANDLERS: dict[str, Handler] = {
 
 
 def run_node(index: SceneIndex, function: str, inputs: list, values: Sequence[Any]) -> Any:
-    """The output of one node from its inputs' outputs, or `INVALID` if an input is invalid."""
+    """The output of one node from its inputs' outputs, or `INVALID` if an input is invalid.
+
+    Args:
+      index: the scene, prepared.
+      function: the node's function name (a key of `HANDLERS`).
+      inputs: the outputs of the node's input nodes (object sets as bit masks).
+      values: its value inputs (attribute values, relation names).
+
+    Returns:
+      The node's output: a bit mask, `bool`, `int`, an attribute value, or `INVALID`.
+    """
     if any(isinstance(value, str) and value == INVALID for value in inputs):
         return INVALID
     return HANDLERS[function](index, inputs, list(values))

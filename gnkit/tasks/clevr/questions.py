@@ -194,10 +194,22 @@ def instantiate(
     max_instances: int = 1,
     max_states: int = MAX_STATES,
 ) -> list[tuple[list[tuple], dict[str, str], Any]]:
-    """Up to `max_instances` instantiations of `template` on the scene, each `(program nodes as
-    (function, inputs, value inputs) tuples, parameter values, answer)`, from a search of at most
-    `max_states` partial programs; `answer_counts` (answer -> count for this template) is updated
-    with the answers returned."""
+    """Instantiations of `template` on the scene, by the depth-first search the module
+    docstring describes.
+
+    Args:
+      index: the scene, prepared.
+      template: one of CLEVR's templates (`params`, `nodes`, `constraints`, `text`).
+      answer_counts: answer -> count for this template so far; updated with the answers
+        returned, and read to reject over-represented answers.
+      rng: the source of randomness (the search order and parameter values).
+      max_instances: how many instantiations to return at most.
+      max_states: partial programs searched at most before giving up.
+
+    Returns:
+      A list of `(program nodes as (function, inputs, value inputs) tuples, parameter values,
+      answer)`, possibly empty.
+    """
     param_types = {param["name"]: param["type"] for param in template["params"]}
     template_nodes = template["nodes"]
     has_relate = any(node["type"] == "relate" for node in template_nodes)
