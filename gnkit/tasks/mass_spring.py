@@ -72,9 +72,18 @@ def perturb(
 ) -> GraphsTuple:
     """Randomise a system as the demo does, then set rest lengths to the current distances.
 
-    Adds uniform noise in `[-level, level]` to positions (`node_noise`), spring constants
-    (`edge_noise`, one draw per spring) and gravity's y component (`global_noise`). Works on
-    a batch of systems. Host (NumPy).
+    Adds uniform noise in `[-level, level]` to positions, spring constants and gravity's y
+    component. Works on a batch of systems. Host (NumPy).
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      graph: a system or a batch of systems, in the module's layout.
+      node_noise: half-width of the uniform noise on the positions.
+      edge_noise: half-width of the noise on the spring constants, one draw per spring.
+      global_noise: half-width of the noise on gravity's y component.
+
+    Returns:
+      The perturbed graph (new arrays; `graph` is not changed).
     """
     rng = np.random.default_rng(rng)
     nodes = np.array(graph.nodes)
@@ -101,7 +110,22 @@ def random_systems(
     edge_noise: float = 5.0,
     global_noise: float = 1.0,
 ) -> list[GraphsTuple]:
-    """`n_graphs` perturbed chains (initial states), mass counts uniform in `[min, max]`. Host."""
+    """Perturbed chains (initial states), mass counts and spacings uniform in their ranges. Host.
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      n_graphs: systems to draw.
+      min_masses: fewest masses in a chain (at least 3).
+      max_masses: most masses in a chain (inclusive).
+      min_spacing: smallest rest spacing of the chain's masses.
+      max_spacing: largest rest spacing (uniform in between).
+      node_noise: half-width of the uniform noise on the positions.
+      edge_noise: half-width of the noise on the spring constants, one draw per spring.
+      global_noise: half-width of the noise on gravity's y component.
+
+    Returns:
+      `n_graphs` single-system graphs.
+    """
     rng = np.random.default_rng(rng)
     sizes = rng.integers(min_masses, max_masses + 1, size=n_graphs)
     spacings = rng.uniform(min_spacing, max_spacing, size=n_graphs)
@@ -137,14 +161,22 @@ def rollout(
     n_steps: int,
     step_size: float = STEP_SIZE,
 ) -> np.ndarray:
-    """Roll a velocity predictor out from `initial_graph`: node states `[n_steps + 1, N, 5]`.
+    """Roll a velocity predictor out from `initial_graph`.
 
-    `step_fn(graph)` returns the next velocities `[N, 2]` (a NumPy or JAX array; a model that
-    returns a graph is wrapped as `lambda g: model(g).nodes`). Each step sets the velocities to
-    the prediction and moves positions by `step_size * velocity`; `is_fixed` is carried over and
-    predictions for fixed masses are used as given. Index 0 is the initial state.
+    Each step sets the velocities to the prediction and moves the positions; `is_fixed` is
+    carried over and predictions for fixed masses are used as given.
     `rollout(next_velocities, graph, n)` is the true trajectory; with another `step_size`, pass
     `functools.partial(next_velocities, step_size=step_size)` too. Host loop.
+
+    Args:
+      step_fn: `graph -> next velocities [N, 2]` (NumPy or JAX); a model that returns a graph is
+        wrapped as `lambda g: model(g).nodes`. `next_velocities` gives the true trajectory.
+      initial_graph: the system (or batch) at time 0.
+      n_steps: steps to take.
+      step_size: seconds per step; positions move by `step_size * velocity`.
+
+    Returns:
+      Node states `[n_steps + 1, N, 5]`, index 0 the initial state.
     """
     graph = initial_graph
     states = [np.asarray(graph.nodes)]
@@ -169,11 +201,21 @@ def generate_graphs(
 ) -> tuple[list[GraphsTuple], list[GraphsTuple]]:
     """One-step training pairs: a random system at a random time and its next velocities.
 
-    Each system (from `random_systems(rng, n_graphs, min_masses, max_masses, **system_options)`)
-    is simulated for `n_steps`; the input is its state at a time `t` uniform in
-    `[0, n_steps - 1]`, the target a graph of the same structure with nodes `[n, 2]`, the
-    velocities at `t + 1` (edges and globals None). The systems are simulated as one batch.
-    Host (NumPy).
+    Each system (from `random_systems`) is simulated; the input is its state at a random time
+    `t`, the target a graph of the same structure holding the velocities at `t + 1`. The systems
+    are simulated as one batch. Host (NumPy).
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      n_graphs: training pairs (one system each).
+      min_masses: fewest masses in a chain.
+      max_masses: most masses in a chain (inclusive).
+      n_steps: the simulated horizon; `t` is uniform in `[0, n_steps - 1]`.
+      **system_options: passed on to `random_systems` (spacings, noise levels).
+
+    Returns:
+      `(inputs, targets)`: lists of graphs, each target with nodes `[n, 2]` (the velocities at
+      `t + 1`) and edges and globals None.
     """
     rng = np.random.default_rng(rng)
     systems = random_systems(rng, n_graphs, min_masses, max_masses, **system_options)
