@@ -35,8 +35,17 @@ def input_size(num_objects: int = NUM_OBJECTS, num_features: int = NUM_FEATURES)
 def encode(
     vectors: np.ndarray, labels: np.ndarray, n: np.ndarray, m: np.ndarray
 ) -> np.ndarray:
-    """Step inputs `[B, K, F + 3K]` float32 from `vectors` `[B, K, F]`, `labels` `[B, K]` (a
-    permutation of `0 .. K-1` per row), and the question `n`, `m` `[B]`. Host."""
+    """The step inputs of sequences and their questions. Host.
+
+    Args:
+      vectors: `[B, K, F]`, each sequence's vectors.
+      labels: int `[B, K]`, each vector's label, a permutation of `0 .. K-1` per row.
+      n: int `[B]`, which farthest is asked for (`0` the farthest).
+      m: int `[B]`, the label of the reference vector.
+
+    Returns:
+      float32 `[B, K, F + 3K]`: each step's vector, label one-hot and the `n`, `m` one-hots.
+    """
     batch, num_objects, _ = vectors.shape
     eye = np.eye(num_objects, dtype=np.float32)
     question = np.concatenate([eye[n], eye[m]], axis=-1)[:, None, :]
@@ -51,9 +60,17 @@ def encode(
 
 
 def answer(vectors: np.ndarray, labels: np.ndarray, n: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """The target labels `[B]` (int32): the label of the `n`-th farthest vector from the vector
-    labelled `m` (`n = 0` the farthest), for `vectors` `[B, K, F]`, `labels` `[B, K]`,
-    `n`, `m` `[B]`. Host."""
+    """The target labels: the `n`-th farthest vector from the vector labelled `m`. Host.
+
+    Args:
+      vectors: `[B, K, F]`, each sequence's vectors.
+      labels: int `[B, K]`, each vector's label, a permutation of `0 .. K-1` per row.
+      n: int `[B]`, which farthest is asked for (`0` the farthest).
+      m: int `[B]`, the label of the reference vector.
+
+    Returns:
+      int32 `[B]`, the label of the `n`-th farthest vector from the one labelled `m`.
+    """
     vectors = np.asarray(vectors, np.float64)
     rows = np.arange(vectors.shape[0])
     reference = vectors[rows, np.argmax(labels == m[:, None], axis=1)]
@@ -69,9 +86,19 @@ def sample(
     num_features: int = NUM_FEATURES,
     n_choices: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A batch of sequences: `(inputs [B, K, F + 3K] float32, targets [B] int32)` with
-    `K = num_objects`, `F = num_features` (see the module docstring). `n` is uniform over
-    `0 .. K-1`, or over `n_choices` when given (a curriculum's restricted questions). Host."""
+    """A random batch of sequences and their answers (see the module docstring). Host.
+
+    Args:
+      rng: the NumPy generator to draw from.
+      batch_size: `B`, sequences to draw.
+      num_objects: `K`, vectors per sequence.
+      num_features: `F`, numbers per vector (uniform in `[-1, 1]`).
+      n_choices: the values `n` is drawn from (a curriculum's restricted questions); None: all of
+        `0 .. K-1`.
+
+    Returns:
+      `(inputs [B, K, F + 3K] float32, targets [B] int32)`.
+    """
     if batch_size < 1 or num_objects < 1 or num_features < 1:
         raise ValueError(
             "batch_size, num_objects and num_features must be >= 1, got "
@@ -94,5 +121,15 @@ def sample(
 def held_out_set(
     seed: int, size: int, num_objects: int = NUM_OBJECTS, num_features: int = NUM_FEATURES
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed held-out set of `size` sequences, the same for the same `seed` and sizes. Host."""
+    """A fixed held-out set of sequences. Host.
+
+    Args:
+      seed: seeds the generator; the same seed and sizes give the same set.
+      size: sequences in the set.
+      num_objects: `K`, vectors per sequence.
+      num_features: `F`, numbers per vector.
+
+    Returns:
+      `(inputs [size, K, F + 3K] float32, targets [size] int32)`, as `sample`.
+    """
     return sample(np.random.default_rng(seed), size, num_objects, num_features)
