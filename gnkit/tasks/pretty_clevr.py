@@ -75,8 +75,18 @@ def greedy_paths(positions: np.ndarray) -> np.ndarray:
 
 def question_index(scene, start, jumps, anchor_is_color) -> np.ndarray:
     """Where `generate` puts the question about the path from object `start` of `scene` after
-    `jumps` jumps (anchor given by colour or by marker): `128 scene + 16 start + 2 jumps + (0 by
-    colour, 1 by marker)`. Arguments broadcast; returns int64. Host."""
+    `jumps` jumps, the anchor given by colour or by marker. Host.
+
+    Args:
+      scene: the scene's index.
+      start: the start object's index within the scene (0..7).
+      jumps: the number of jumps (0..7).
+      anchor_is_color: true when the anchor is named by its colour, false by its marker.
+
+    Returns:
+      int64, broadcast over the arguments:
+      `128 scene + 16 start + 2 jumps + (0 by colour, 1 by marker)`.
+    """
     kind = 1 - np.asarray(anchor_is_color, np.int64)
     return (
         QUESTIONS_PER_SCENE * np.asarray(scene, np.int64)
@@ -165,9 +175,21 @@ def accuracy_by_jumps(correct, jumps) -> np.ndarray:
 
 
 def draw_scene(ax, positions, colors, markers, path=None, size: float = 120.0) -> None:
-    """Draw one scene on the matplotlib axes `ax`: each object as its marker in its colour; with
-    `path` (object indices, e.g. `greedy_paths(...)[s, anchor, : n + 1]`) the jumps as arrows
-    from the anchor, which gets a ring. `positions` `[8, 2]`, `colors`, `markers` `[8]`. Host."""
+    """Draw one scene: each object as its marker in its colour, and optionally a path of
+    jumps. Host.
+
+    Args:
+      ax: the matplotlib axes to draw on.
+      positions: `[8, 2]`, the objects' positions.
+      colors: int `[8]`, each object's colour index.
+      markers: int `[8]`, each object's marker index.
+      path: object indices, e.g. `greedy_paths(...)[s, anchor, : n + 1]`: drawn as arrows from
+        the anchor, which gets a ring; None draws no path.
+      size: marker size, in points squared (the ring is four times that).
+
+    Returns:
+      None; draws on `ax`.
+    """
     for (x, y), color, marker in zip(np.asarray(positions), colors, markers, strict=True):
         ax.scatter(x, y, c=COLOR_NAMES[color], marker=MARKER_SYMBOLS[marker], s=size, zorder=3)
     if path is not None and len(path):
