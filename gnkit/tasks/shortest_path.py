@@ -97,7 +97,17 @@ def generate_graph(
     theta: float = THETA,
     include_position: bool = True,
 ) -> tuple[GraphsTuple, GraphsTuple]:
-    """One `(input, target)` pair with `n_node >= 2` nodes; shapes in the module docstring."""
+    """One `(input, target)` pair with `n_node >= 2` nodes; shapes in the module docstring.
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      n_node: nodes in the graph, at least 2.
+      theta: the threshold graph's `theta` (larger: fewer edges).
+      include_position: put `x, y` in the node features (`[n, 4]`); False: `[n, 2]`.
+
+    Returns:
+      `(inputs, targets)`, single-graph `GraphsTuple`s of the module docstring's layout.
+    """
     rng = np.random.default_rng(rng)
     positions = rng.uniform(size=(n_node, 2))
     weights = rng.exponential(1.0, size=n_node)
@@ -146,10 +156,21 @@ def generate_graphs(
     theta: float = THETA,
     include_position: bool = True,
 ) -> tuple[list[GraphsTuple], list[GraphsTuple]]:
-    """`n_graphs` input and target graphs, node counts uniform in `[min_nodes, max_nodes]`.
+    """Input and target graphs, node counts uniform in `[min_nodes, max_nodes]`.
 
     Host (NumPy). Defaults are the demo's training sizes; its test sizes are 16-32. Batch the
     lists with `gnkit.batching.batch_np`.
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      n_graphs: pairs to draw.
+      min_nodes: fewest nodes in a graph.
+      max_nodes: most nodes in a graph (inclusive).
+      theta: the threshold graph's `theta`.
+      include_position: put `x, y` in the node features.
+
+    Returns:
+      `(inputs, targets)`, lists of `n_graphs` graphs each.
     """
     rng = np.random.default_rng(rng)
     sizes = rng.integers(min_nodes, max_nodes + 1, size=n_graphs)

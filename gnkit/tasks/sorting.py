@@ -60,10 +60,19 @@ def generate_graphs(
     min_elements: int = 8,
     max_elements: int = 16,
 ) -> tuple[list[GraphsTuple], list[GraphsTuple]]:
-    """`n_graphs` input and target graphs, list lengths uniform in `[min_elements, max_elements]`.
+    """Input and target graphs, list lengths uniform in `[min_elements, max_elements]`.
 
     Host (NumPy). Defaults are the demo's training sizes; its test sizes are 16-32. Batch the
     lists with `gnkit.batching.batch_np`.
+
+    Args:
+      rng: a `numpy.random.Generator` or a seed.
+      n_graphs: pairs to draw.
+      min_elements: shortest list.
+      max_elements: longest list (inclusive).
+
+    Returns:
+      `(inputs, targets)`, lists of `n_graphs` graphs each.
     """
     rng = np.random.default_rng(rng)
     sizes = rng.integers(min_elements, max_elements + 1, size=n_graphs)
