@@ -105,10 +105,18 @@ def answers(
     relational: np.ndarray,
     kind: np.ndarray,
 ) -> np.ndarray:
-    """The answer index of each question. Host.
+    """The answer index of each question of each image. Host.
 
-    `centers` `[I, 6, 2]`, `shapes` `[I, 6]`; `color`, `relational`, `kind` `[I, Q]` (the
-    questions of each image). Returns int32 `[I, Q]` indices into `ANSWER_NAMES`.
+    Args:
+      centers: `[I, 6, 2]`, the objects' centres in pixels.
+      shapes: int `[I, 6]`, the objects' shapes (0 square, 1 circle).
+      color: int `[I, Q]`, the colour (object) each question is about, 0..5.
+      relational: bool `[I, Q]`, whether it is a relational question.
+      kind: int `[I, Q]`, its type within its group (see `NON_RELATIONAL_TYPES` and
+        `RELATIONAL_TYPES`), 0..2.
+
+    Returns:
+      int32 `[I, Q]` indices into `ANSWER_NAMES`.
     """
     rows = np.arange(centers.shape[0])[:, None]
     own = centers[rows, color]
@@ -209,10 +217,21 @@ def against_the_majority(
     answer: np.ndarray,
 ) -> np.ndarray:
     """Which questions ask for the shape of the object closest to or farthest from X and have
-    as answer the shape held by fewer of the 5 objects other than X: bool `[I, Q]` (`shapes`
-    `[I, 6]`, the questions' arrays `[I, Q]`). Answering the others' majority shape, which X's
-    shape and the scene's shape counts give without locating any other object, gets exactly
-    these questions wrong. Host."""
+    as answer the shape held by fewer of the 5 objects other than X. Answering the others'
+    majority shape, which X's shape and the scene's shape counts give without locating any other
+    object, gets exactly these questions wrong. Host.
+
+    Args:
+      shapes: int `[I, 6]`, the objects' shapes (0 square, 1 circle).
+      color: int `[I, Q]`, the colour (object) each question is about, 0..5.
+      relational: bool `[I, Q]`, whether it is a relational question.
+      kind: int `[I, Q]`, its type within its group (see `NON_RELATIONAL_TYPES` and
+        `RELATIONAL_TYPES`), 0..2.
+      answer: int `[I, Q]`, the true answers (`answers`).
+
+    Returns:
+      bool `[I, Q]`.
+    """
     rows = np.arange(shapes.shape[0])[:, None]
     squares = np.sum(shapes == 0, axis=-1)[:, None] - (shapes[rows, color] == 0)
     majority = np.where(squares >= 3, SQUARE, SQUARE + 1)
