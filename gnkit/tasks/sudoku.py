@@ -256,10 +256,20 @@ def sample_puzzles(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The paper's recipe: draw, relabel digits, reveal cells to reach `givens`. Host.
 
-    For each of `batch_size` puzzles: pick a pool puzzle with replacement, map digits 1-9 through
-    a fresh random permutation (0 stays empty), then reveal random empty cells from the solution
-    until the puzzle has `g` givens, where `g` is drawn uniformly from `givens` (each must be at
-    least the pool puzzle's own count). Returns `(quizzes, solutions)`, int8 `[batch_size, 81]`.
+    For each puzzle: pick a pool puzzle with replacement, map digits 1-9 through a fresh random
+    permutation (0 stays empty), then reveal random empty cells from the solution until the
+    puzzle has `g` givens, `g` drawn from `givens`.
+
+    Args:
+      rng: the NumPy generator to draw from.
+      pool_quizzes: int `[P, 81]`, the pool's puzzles (0 an empty cell).
+      pool_solutions: int `[P, 81]`, their solutions.
+      batch_size: puzzles to make.
+      givens: the given counts to draw from, uniformly; each must be at least the drawn pool
+        puzzle's own count (else `ValueError`).
+
+    Returns:
+      `(quizzes, solutions)`, int8 `[batch_size, 81]`.
     """
     picks = rng.integers(len(pool_quizzes), size=batch_size)
     quizzes, solutions = pool_quizzes[picks].copy(), pool_solutions[picks].copy()
@@ -286,14 +296,23 @@ def device_puzzles(
 ) -> tuple[jax.Array, jax.Array]:
     """The paper's recipe on the device, from a PRNG key: `sample_puzzles` inside `jit`.
 
-    For each of `batch_size` puzzles: pick a pool puzzle (int `[P, 81]` quizzes and solutions,
-    already on the device) with replacement, relabel its digits by a random permutation, and
-    reveal random empty cells from the solution until it has `g` givens, `g` uniform in
-    `min_givens..34` (`min_givens` may be traced: a curriculum; a pool puzzle with more givens
-    keeps its own). With `symmetries`, each puzzle is then moved by a random validity-preserving
-    symmetry of the grid: bands and stacks permuted, rows within each band and columns within
-    each stack permuted, and the grid transposed with probability 1/2. Returns `(quizzes,
-    solutions)`, int32 `[batch_size, 81]`. Jittable; `batch_size` and `symmetries` are static.
+    For each puzzle: pick a pool puzzle with replacement, relabel its digits by a random
+    permutation, reveal random empty cells from the solution until it has `g` givens, and
+    optionally move it by a grid symmetry. Jittable.
+
+    Args:
+      key: a PRNG key.
+      pool_quizzes: int `[P, 81]`, the pool's puzzles, already on the device.
+      pool_solutions: int `[P, 81]`, their solutions.
+      batch_size: puzzles to make (static).
+      min_givens: the fewest givens; `g` is uniform in `min_givens..34` (may be traced: a
+        curriculum). A pool puzzle with more givens keeps its own.
+      symmetries: move each puzzle by a random validity-preserving symmetry of the grid: bands and
+        stacks permuted, rows within each band and columns within each stack permuted, and the
+        grid transposed with probability 1/2 (static).
+
+    Returns:
+      `(quizzes, solutions)`, int32 `[batch_size, 81]`.
     """
     keys = jax.random.split(key, 6)
     picks = jax.random.randint(keys[0], (batch_size,), 0, pool_quizzes.shape[0])

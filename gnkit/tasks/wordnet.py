@@ -45,12 +45,16 @@ TAXONOMY_POINTERS = ("@", "@i", "~", "~i")
 class WordNet:
     """The WordNet graph as arrays. Host NumPy.
 
-    - lexname: int64 `[N]`, the class (index into `LEXNAMES`).
-    - pos: int64 `[N]`, 0 noun, 1 verb, 2 adjective, 3 adverb.
-    - offset: int64 `[N]`, WordNet's synset offset in its data file.
-    - senders, receivers: int64 `[E]`, each pointer from the synset listing it to its target.
-    - pointer: int64 `[E]`, the pointer type (index into `POINTERS`).
-    - gloss_indptr, gloss_bucket, gloss_count: the hashed bag of words of each gloss, CSR rows.
+    Attributes:
+      lexname: int64 `[N]`, the class (index into `LEXNAMES`).
+      pos: int64 `[N]`, 0 noun, 1 verb, 2 adjective, 3 adverb.
+      offset: int64 `[N]`, WordNet's synset offset in its data file.
+      senders: int64 `[E]`, the synset listing each pointer.
+      receivers: int64 `[E]`, each pointer's target.
+      pointer: int64 `[E]`, the pointer type (index into `POINTERS`).
+      gloss_indptr: int64 `[N + 1]`, the CSR row starts of the glosses' hashed bags of words.
+      gloss_bucket: int64, each entry's hash bucket (in `[0, HASH_BUCKETS)`).
+      gloss_count: int64, each entry's word count.
     """
 
     lexname: np.ndarray
@@ -125,7 +129,17 @@ def to_graph(wordnet: WordNet, nodes: np.ndarray | None, keep: np.ndarray | None
 def node_split(
     num_nodes: int, seed: int = 0, valid: float = 0.1, test: float = 0.1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A random `(train, valid, test)` split of the node ids, disjoint, each sorted."""
+    """A random split of the node ids into three disjoint, sorted sets. Host.
+
+    Args:
+      num_nodes: node ids are `0 .. num_nodes - 1`.
+      seed: seeds the permutation.
+      valid: the fraction of nodes in the validation split.
+      test: the fraction in the test split (`valid + test < 1`).
+
+    Returns:
+      `(train, valid, test)`, int `[n]` node ids each.
+    """
     if not (0 < valid and 0 < test and valid + test < 1):
         raise ValueError(f"valid and test must be positive fractions summing below 1; got "
                          f"{valid}, {test}.")
