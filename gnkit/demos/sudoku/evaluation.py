@@ -39,9 +39,20 @@ def evaluate_puzzles(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step and puzzle: `(solved [T, P] bool, empty-cell accuracy [T, P])`.
 
-    `quizzes` and `solutions` are int `[P, 81]`; `T = num_steps`. Batches are padded to
-    `batch_size` (with copies of the first puzzle, dropped from the results) so one compiled
-    function serves any number of puzzles. `progress` shows a progress bar.
+    Host loop over a jitted forward pass.
+
+    Args:
+      model: the `SudokuRRN`.
+      params: its variables.
+      quizzes: int `[P, 81]`, the puzzles (0 an empty cell).
+      solutions: int `[P, 81]`, their solutions.
+      num_steps: `T`, message-passing steps.
+      batch_size: puzzles per call; the last batch is padded with copies of the first puzzle
+        (dropped from the results), so one compiled function serves any number of puzzles.
+      progress: show a progress bar.
+
+    Returns:
+      `(solved [T, P] bool, empty-cell accuracy [T, P])`.
     """
     predict = make_predict(model, num_steps)
     total = len(quizzes)

@@ -22,10 +22,19 @@ class SudokuRRN(nn.Module):
 
     Each cell's input is the concatenation of three `embed_size`-d embeddings (digit 0-9, row,
     column). Call with int `quizzes [B, 81]` and a static `num_steps`; returns logits over the
-    digits 1-9 at every step, `[num_steps, B, 81, 9]`. `fixed_degree` sums messages with a
-    reshape (every cell has 20 neighbours) instead of a scatter: same numbers, faster. `remat`
-    and `dtype` (the loop's matmul dtype, e.g. `jnp.bfloat16`) as in
-    `RecurrentRelationalNetwork`. Jittable.
+    digits 1-9 at every step, `[num_steps, B, 81, 9]`. Jittable.
+
+    Attributes:
+      hidden_size: width of the RRN's MLP layers and state.
+      embed_size: width of each of the digit, row and column embeddings.
+      encoder_layers: layers of the RRN's input MLP.
+      message_layers: layers of its message MLP.
+      update_layers: layers of its update MLP.
+      cell: the recurrent cell, as in `RecurrentRelationalNetwork` (`"lstm"`, `"gru"`, `"mlp"`).
+      remat: rematerialisation of the steps, as in `RecurrentRelationalNetwork`.
+      fixed_degree: sum messages with a reshape (every cell has 20 neighbours) instead of a
+        scatter: same numbers, faster.
+      dtype: the loop's matmul dtype (e.g. `jnp.bfloat16`); None: float32.
     """
 
     hidden_size: int = 96

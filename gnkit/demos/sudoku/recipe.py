@@ -259,7 +259,17 @@ def validate_saved_state(
     run_dir: experiments.RunDir, template: training.TrainingState, config: SudokuConfig, evaluate
 ) -> training.TrainingState:
     """Validate the run's newest checkpoint (saved by a stopped `fit`) as `fit` does at its end:
-    an eval record in `metrics.jsonl` and `best.msgpack` if the score is the best. Host."""
+    an eval record in `metrics.jsonl` and `best.msgpack` if the score is the best. Host.
+
+    Args:
+      run_dir: the run's directory (its checkpoints and `metrics.jsonl`).
+      template: a `TrainingState` of the right structure, to restore into.
+      config: the run's config (its `batch_size` goes into the log record).
+      evaluate: `params -> results dict` with a `"score"` (higher is better).
+
+    Returns:
+      The restored state, its `best_score` raised when this score is the best.
+    """
     state = training.resume_or(template, run_dir.checkpoint_dir)
     results = dict(evaluate(state.params))
     with training.MetricsWriter(run_dir.metrics_path, int(state.step), config.batch_size) as log:

@@ -12,7 +12,17 @@ from gnkit.tasks import sudoku
 
 
 def solve_steps(config: SudokuConfig, params, quiz: np.ndarray, steps: int) -> np.ndarray:
-    """Digit probabilities of every cell at every step for one quiz int `[81]`: `[steps, 81, 9]`."""
+    """Digit probabilities of every cell at every step for one quiz. Host, a jitted forward.
+
+    Args:
+      config: the run's config (builds the model).
+      params: the model's variables.
+      quiz: int `[81]`, the puzzle (0 an empty cell).
+      steps: message-passing steps to run.
+
+    Returns:
+      `[steps, 81, 9]`, each cell's digit probabilities after each step.
+    """
     logits = jax.jit(config.model().apply, static_argnums=2)(
         params, jnp.asarray(quiz[None], jnp.int32), steps
     )
@@ -24,8 +34,16 @@ def describe_solve(
 ) -> str:
     """How the beliefs settle: per step, cells changed, confidence, rule violations, accuracy.
 
-    `quiz` int `[81]`, `probs` `[T, 81, 9]` (from `solve_steps`). One line per step up to 16,
-    then every 8th step and the last; then the boards after the steps in `boards_at`.
+    Host.
+
+    Args:
+      quiz: int `[81]`, the puzzle (0 an empty cell).
+      probs: `[T, 81, 9]`, from `solve_steps`.
+      solution: int `[81]`; when given, each line also counts the empty cells right.
+      boards_at: steps (from 1) after which to print the board.
+
+    Returns:
+      The text: one line per step up to 16, then every 8th step and the last; then the boards.
     """
     empty = quiz == 0
     boards = np.where(empty, probs.argmax(-1) + 1, quiz)
