@@ -75,7 +75,16 @@ class TrainingState:
     """Everything a resumed run needs: parameters, optimiser state, counters, the best score.
 
     Not `flax.training.train_state.TrainState`: no apply function or optimiser inside, so it
-    serialises as plain data and one state works with any step function."""
+    serialises as plain data and one state works with any step function.
+
+    Attributes:
+      params: the model's parameters (any pytree).
+      opt_state: the optimiser's state.
+      step: updates done so far.
+      cpu_seconds: process CPU time the run has used, over all its resumptions.
+      wall_seconds: wall-clock time the run has used, likewise.
+      best_score: the best validation `"score"` so far (`-inf` before any).
+    """
 
     params: Any
     opt_state: Any
@@ -200,7 +209,17 @@ def stop_message(
     step: int, checkpoint: Path | None, signal_number: int | None, reason: str | None = None
 ) -> str:
     """One line saying why a run stopped (the signal's name, else `reason`, else "request"),
-    where it was saved and how to go on."""
+    where it was saved and how to go on.
+
+    Args:
+      step: the step the state was saved at.
+      checkpoint: the file written, or None without a checkpoint directory.
+      signal_number: the signal that asked for the stop, or None.
+      reason: the cause when no signal did (e.g. a time budget); None: "request".
+
+    Returns:
+      The line, without a newline.
+    """
     cause = signal.Signals(signal_number).name if signal_number else reason or "request"
     if checkpoint is None:
         return f"stopped by {cause} at step {step} (no checkpoint directory, nothing saved)"
@@ -486,34 +505,49 @@ def fit(
 ) -> TrainingState:
     """Train from `state.step` up to `num_steps`; return the final state. Host loop.
 
-    `train_step(params, opt_state, batch) -> (params, opt_state, metrics)` is called with
-    `batch = make_batch(step)`; `metrics` is a mapping of scalars (the mean over each log interval
-    is logged). `evaluate(params) -> metrics` runs every `eval_every_s` seconds of wall time or
-    `eval_every_steps` steps (and at the end); if it returns `"score"`, the best-scoring state is
-    saved as `best.msgpack` (a later state with an equal or higher score replaces it). With
-    `checkpoint_dir`, the state is saved every `checkpoint_every_s` seconds, at each evaluation,
-    at the end, and when the run is stopped; the last `keep` are kept. `metrics_path` is a
-    `MetricsWriter` file.
+    Once `should_stop` is set, `fit` logs the partial log interval, saves the state and raises
+    `TrainingStopped`, whose message names the cause from `should_stop.signal_number` or
+    `should_stop.reason` where it has them; so does a KeyboardInterrupt raised inside the loop.
+    Ctrl-C (SIGINT) is a stop request too: in the main thread, where SIGINT has Python's default
+    handler, `fit` installs a handler that sets a flag for the duration of the call (the default is
+    restored when it returns or raises), so the current update finishes, the state is saved and
+    `TrainingStopped` (a `KeyboardInterrupt`) reaches the caller; a second Ctrl-C interrupts at
+    once.
 
-    `should_stop` (a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
-    returning a bool) is checked before every step: once it is set, `fit` logs the partial log
-    interval, saves the state and raises `TrainingStopped`, whose message names the cause from
-    `should_stop.signal_number` or `should_stop.reason` where it has them; so does a
-    KeyboardInterrupt raised inside the loop. Ctrl-C (SIGINT) is a stop request too: in the
-    main thread, where SIGINT has Python's default handler, `fit` installs a handler that sets a
-    flag for the duration of the call (the default is restored when it returns or raises), so
-    the current update finishes, the state is saved and `TrainingStopped` (a
-    `KeyboardInterrupt`) reaches the caller; a second Ctrl-C interrupts at once.
+    Args:
+      state: the state to start from (a fresh one, or one restored by `resume_or`).
+      train_step: `(params, opt_state, batch) -> (params, opt_state, metrics)`, `metrics` a
+        mapping of scalars (their mean over each log interval is logged).
+      make_batch: `step -> batch`, the batch of each step.
+      num_steps: train up to this step.
+      examples_per_step: examples in one batch, for the examples-seen count of the log.
+      evaluate: `params -> metrics`, run every `eval_every_s` seconds or `eval_every_steps` steps
+        and at the end; if it returns `"score"`, the best-scoring state is saved as
+        `best.msgpack` (an equal or higher later score replaces it). None: no evaluation.
+      eval_every_s: wall-clock seconds between evaluations, or None.
+      eval_every_steps: steps between evaluations, or None.
+      checkpoint_dir: where to save the state: every `checkpoint_every_s` seconds, at each
+        evaluation, at the end and when stopped; partial files a killed process left there are
+        removed first (`remove_partial_checkpoints`). None: no checkpoints.
+      checkpoint_every_s: wall-clock seconds between checkpoints.
+      keep: how many of the newest checkpoints to keep.
+      metrics_path: the `MetricsWriter` file, or None.
+      log_every_steps: steps per log interval.
+      progress: show a progress bar.
+      parallel: the `gnkit.parallel` strategy that `train_step` and `make_batch` were built with,
+        or its mode name: `fit` replicates `state.params` and `state.opt_state` with it before the
+        first step, and `evaluate` and the checkpoints get its `host_copy`.
+      should_stop: a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
+        returning a bool, checked before every step; None: only Ctrl-C stops.
+      fast_allocator: call `gnkit.tuning.use_fast_allocator_for_training()` first (a process-wide
+        glibc setting that stops per-step page faults on buffers up to 64 MB, at the cost of keeping
+        freed memory; `GNKIT_SYSTEM_MALLOC=1` also leaves glibc alone).
 
-    `parallel` is the `gnkit.parallel` strategy that `train_step` and `make_batch` were built
-    with, or its mode name (default `single`): `fit` replicates `state.params` and
-    `state.opt_state` with it before the first step, and `evaluate` and the checkpoints get its
-    `host_copy`. With `checkpoint_dir`, partial checkpoint files a killed process left there are
-    removed first (`remove_partial_checkpoints`).
+    Returns:
+      The final `TrainingState`.
 
-    `fast_allocator` calls `gnkit.tuning.use_fast_allocator_for_training()` first (a process-wide
-    glibc setting that stops per-step page faults on buffers up to 64 MB, at the cost of keeping
-    freed memory; `GNKIT_SYSTEM_MALLOC=1` or `fast_allocator=False` leaves glibc alone).
+    Raises:
+      TrainingStopped: after a stop request or a KeyboardInterrupt, once the state is saved.
     """
     if fast_allocator:
         from gnkit import tuning
