@@ -38,6 +38,9 @@ autodoc_default_options = {"show-inheritance": False}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
+# `Attributes:` sections as fields of their class, not as attribute entries of their own, which
+# would repeat the entries autodoc makes for the same dataclass and NamedTuple fields.
+napoleon_use_ivar = True
 # Attribute types come from the annotations in the signature; the text says the rest.
 napoleon_attr_annotations = False
 

@@ -98,19 +98,19 @@ class Verb:
 class Demo:
     """A demo: what `gnkit NAME` runs.
 
-    Attributes:
-      name: the command name (`gnkit NAME`).
-      description: a one-line description.
-      presets: configs by preset name: frozen dataclasses of one type, with a `seed` field.
-      verbs: its `Verb`s.
-      default_preset: the preset used without `--config` (default: the first).
-      preset_notes: a line per preset for `--help` (what it is for and what it costs).
-
     Presets mean the same in every demo: `default`, the recipe that reaches the paper's number
     on a CPU where one is known (else the best measured CPU run); `quick`, a first look in a few
     minutes; `paper`, the paper's recipe, for an accelerator; `tiny`, for tests. Conventions
     shared by every demo's config: `seed`, `updates` (optimiser steps of training) and `steps`
     (message-passing steps), when the demo has them.
+
+    Attributes:
+      name: the command name (`gnkit NAME`).
+      description: a one-line description.
+      presets: configs by preset name: frozen dataclasses of one type, with a `seed` field.
+      verbs: its verbs (`Verb`).
+      default_preset: the preset used without `--config` (default: the first).
+      preset_notes: a line per preset for `--help` (what it is for and what it costs).
     """
 
     name: str
