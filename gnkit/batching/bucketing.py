@@ -171,7 +171,7 @@ def dynamically_batch(
     yielding the batch collected before it), with messages that start with jraph's text.
 
     Args:
-      graphs_tuple_iterator: the graphs (or small batches), NumPy `GraphsTuple`s.
+      graphs_tuple_iterator: NumPy graphs (or small batches) to group.
       n_node: padded nodes per batch (room for `n_node - 1` real ones).
       n_edge: padded edges per batch.
       n_graph: padded graphs per batch, at least 2 (room for `n_graph - 1` real ones).
@@ -206,7 +206,7 @@ def batch_stream(
     the caps. Host-only generator; errors as `dynamically_batch`.
 
     Args:
-      graphs: the graphs (or small batches), NumPy `GraphsTuple`s.
+      graphs: NumPy graphs (or small batches) to group.
       policy: the bucket ladder each batch's real size is rounded up on.
       max_nodes: the cap on a padded batch's nodes (room for `max_nodes - 1` real ones).
       max_edges: the cap on a padded batch's edges.

@@ -56,7 +56,7 @@ def device_batches(
         it on many hosts, where every process must produce the same shapes.
 
     Returns:
-      `num_devices` padded `GraphsTuple`s of one shape, for `shard_device_batches`.
+      `num_devices` padded graphs of one shape, for `shard_device_batches`.
     """
     if len(graphs) < num_devices:
         raise ValueError(f"{len(graphs)} graphs cannot fill {num_devices} devices.")

@@ -106,7 +106,7 @@ def generate_graph(
       include_position: put `x, y` in the node features (`[n, 4]`); False: `[n, 2]`.
 
     Returns:
-      `(inputs, targets)`, single-graph `GraphsTuple`s of the module docstring's layout.
+      `(inputs, targets)`, two single graphs in the module docstring's layout.
     """
     rng = np.random.default_rng(rng)
     positions = rng.uniform(size=(n_node, 2))
