@@ -50,7 +50,7 @@ def _matches(printed: str, expected: str) -> bool:
 def test_readme_has_a_graph_example_and_a_training_example():
     examples = _python_examples()
     assert len(examples) == 2
-    assert "optax" in examples[1] and "gn.nn." in examples[1]
+    assert "optax" in examples[1] and "gn.nnx." in examples[1]  # the training example is NNX
 
 
 @pytest.mark.parametrize("index", [0, 1])
