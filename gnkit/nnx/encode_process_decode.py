@@ -12,10 +12,15 @@ from gnkit.nnx.twin import Twin, sample_graph
 class EncodeProcessDecode(Twin, linen=encode_process_decode.EncodeProcessDecode):
     """graph_nets' encode-process-decode network (`gnkit.nn.EncodeProcessDecode`).
 
-    `in_node_features`, `in_edge_features`, `in_global_features` are the input graph's widths;
-    `**options` are the linen twin's attributes (`node_output_size`, `latent_size`, ...).
     `__call__(graph, num_processing_steps, scan=True)` returns one decoded graph per step, as
     the linen twin does. Jittable (`num_processing_steps` static).
+
+    Args:
+      in_node_features: the input graph's node width.
+      in_edge_features: its edge width.
+      in_global_features: its global width.
+      rngs: initialises the parameters.
+      **options: the linen twin's attributes (`node_output_size`, `latent_size`, ...).
     """
 
     def __init__(

@@ -22,9 +22,14 @@ class FactorisedDense(Twin, linen=graph_network.FactorisedDense):
     """A Dense layer over a concatenation of gathered inputs, computed piece by piece
     (`gnkit.nn.FactorisedDense`).
 
-    `in_features` are the widths `F_k` of the parts' tables, in order; `**options` are the
-    linen twin's other attributes (`factorised`, `use_bias`, ...). Called with `parts`, a sequence
-    of `(table [R_k, F_k], index [M] or None)`, it returns `[M, features]`. Jittable.
+    Called with `parts`, a sequence of `(table [R_k, F_k], index [M] or None)`, it returns
+    `[M, features]`. Jittable.
+
+    Args:
+      in_features: the widths `F_k` of the parts' tables, in order.
+      features: the output width.
+      rngs: initialises the parameters.
+      **options: the linen twin's other attributes (`factorised`, `use_bias`, ...).
     """
 
     def __init__(
@@ -87,8 +92,17 @@ class GraphNetwork(Twin, linen=graph_network.GraphNetwork):
 class GraphIndependent(Twin, linen=graph_network.GraphIndependent):
     """An MLP on each field on its own (`gnkit.nn.GraphIndependent`).
 
-    The sizes are as in `GraphNetwork`; `**options` are the linen twin's MLP settings
-    (`activation`, `activate_final`, `layer_norm`). Jittable.
+    Jittable.
+
+    Args:
+      edge_features: the edge MLP's layer sizes (None: edges unchanged).
+      node_features: the node MLP's layer sizes (None: nodes unchanged).
+      global_features: the global MLP's layer sizes (None: globals unchanged).
+      in_node_features: the input graph's node width (None: no nodes).
+      in_edge_features: its edge width (None: no edges).
+      in_global_features: its global width (None: no globals).
+      rngs: initialises the parameters.
+      **options: the linen twin's MLP settings (`activation`, `activate_final`, `layer_norm`).
     """
 
     def __init__(

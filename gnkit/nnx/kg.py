@@ -15,9 +15,14 @@ from gnkit.nnx.twin import Twin, sample_graph
 
 class RGCN(Twin, linen=kg.RGCN):
     """A relational graph convolution layer (`gnkit.nn.RGCN`): nodes `[N, in_features] ->
-    [N, features]`, `graph.edges` the relation ids `[E]`.
+    [N, features]`, `graph.edges` the relation ids `[E]`. Jittable.
 
-    `**options` are the linen twin's other attributes (`num_bases`, `num_blocks`, ...). Jittable.
+    Args:
+      in_features: the input node width `F`.
+      features: the output width.
+      num_relations: relations in the graph; ids lie in `[0, num_relations)`.
+      rngs: initialises the parameters.
+      **options: the linen twin's other attributes (`num_bases`, `num_blocks`, ...).
     """
 
     def __init__(
@@ -33,7 +38,15 @@ class RGCN(Twin, linen=kg.RGCN):
 
 class RGCNEncoder(Twin, linen=kg.RGCNEncoder):
     """Stacked R-GCN layers (`gnkit.nn.RGCNEncoder`): nodes `[N, in_features] ->
-    [N, features[-1]]`. `**options`: `num_bases`, `num_blocks`, `activation`. Jittable."""
+    [N, features[-1]]`. Jittable.
+
+    Args:
+      in_features: the input node width `F`.
+      features: each layer's output width.
+      num_relations: relations in the graph.
+      rngs: initialises the parameters.
+      **options: `num_bases`, `num_blocks`, `activation`, as in the linen twin.
+    """
 
     def __init__(
         self,
@@ -60,10 +73,17 @@ def _method(name: str):
 class KGEmbedding(Twin, linen=kg.KGEmbedding):
     """Entity and relation embeddings scored by a `gnkit.kg` scorer (`gnkit.nn.KGEmbedding`).
 
-    `**options` are the linen twin's other attributes (`scorer`, `initializer`, `init_scale`,
-    `encoder`); an `encoder` is a `gnkit.nnx` module (an `RGCNEncoder` whose `in_features` is the
-    entity width) and becomes the submodule `encoder`. The methods are the linen twin's, with the
-    same arguments: `__call__`, `score_tails`, `score_heads`, `tables`, `penalty`. Jittable.
+    The methods are the linen twin's, with the same arguments: `__call__`, `score_tails`,
+    `score_heads`, `tables`, `penalty`. Jittable.
+
+    Args:
+      num_entities: entities in the graph.
+      num_relations: relations in the graph.
+      dim: the embedding size (complex coordinates for ComplEx and RotatE).
+      rngs: initialises the parameters.
+      **options: the linen twin's other attributes (`scorer`, `initializer`, `init_scale`,
+        `encoder`); an `encoder` is a `gnkit.nnx` module (an `RGCNEncoder` whose `in_features` is
+        the entity width) and becomes the submodule `encoder`.
     """
 
     def __init__(

@@ -27,7 +27,11 @@ class _NodeLayer(Twin):
 class GCN(_NodeLayer, linen=layers.GCN):
     """Graph convolution (`gnkit.nn.GCN`): nodes `[N, in_features] -> [N, features]`.
 
-    `**options` are `gnkit.nn.GCN`'s other attributes (`add_self_edges`, `convention`, ...).
+    Args:
+      in_features: the input node width `F`.
+      features: the output width.
+      rngs: initialises the parameters.
+      **options: `gnkit.nn.GCN`'s other attributes (`add_self_edges`, `convention`, ...).
     """
 
     def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
@@ -39,7 +43,11 @@ class GAT(_NodeLayer, linen=layers.GAT):
     """Graph attention (`gnkit.nn.GAT`): nodes `[N, in_features] -> [N, num_heads * features]`
     (or `[N, features]` with `combine_heads='mean'`).
 
-    `**options` are `gnkit.nn.GAT`'s other attributes (`num_heads`, `combine_heads`, ...).
+    Args:
+      in_features: the input node width `F`.
+      features: the width of each head.
+      rngs: initialises the parameters.
+      **options: `gnkit.nn.GAT`'s other attributes (`num_heads`, `combine_heads`, ...).
     """
 
     def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
@@ -51,7 +59,11 @@ class GATv2(_NodeLayer, linen=layers.GATv2):
     """GATv2 (`gnkit.nn.GATv2`): nodes `[N, in_features] -> [N, num_heads * features]` (or
     `[N, features]` with `combine_heads='mean'`).
 
-    `**options` are `gnkit.nn.GATv2`'s other attributes (`num_heads`, `share_weights`, ...).
+    Args:
+      in_features: the input node width `F`.
+      features: the width of each head.
+      rngs: initialises the parameters.
+      **options: `gnkit.nn.GATv2`'s other attributes (`num_heads`, `share_weights`, ...).
     """
 
     def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
@@ -62,7 +74,11 @@ class GATv2(_NodeLayer, linen=layers.GATv2):
 class GraphSAGE(_NodeLayer, linen=layers.GraphSAGE):
     """GraphSAGE (`gnkit.nn.GraphSAGE`): nodes `[N, in_features] -> [N, features]`.
 
-    `**options` are `gnkit.nn.GraphSAGE`'s other attributes (`aggregator`, `project`, ...).
+    Args:
+      in_features: the input node width `F`.
+      features: the output width.
+      rngs: initialises the parameters.
+      **options: `gnkit.nn.GraphSAGE`'s other attributes (`aggregator`, `project`, ...).
     """
 
     def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
@@ -73,7 +89,11 @@ class GraphSAGE(_NodeLayer, linen=layers.GraphSAGE):
 class GIN(_NodeLayer, linen=layers.GIN):
     """Graph isomorphism layer (`gnkit.nn.GIN`): nodes `[N, in_features] -> [N, features[-1]]`.
 
-    `**options` are `gnkit.nn.GIN`'s other attributes (`epsilon`, `learn_epsilon`, ...).
+    Args:
+      in_features: the input node width `F`.
+      features: the MLP's layer widths.
+      rngs: initialises the parameters.
+      **options: `gnkit.nn.GIN`'s other attributes (`epsilon`, `learn_epsilon`, ...).
     """
 
     def __init__(

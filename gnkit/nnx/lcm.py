@@ -17,10 +17,15 @@ def _combine(module: lcm.LCMAggregation, a, b):
 class LCMAggregation(Twin, linen=lcm.LCMAggregation):
     """Learnable commutative monoid aggregation (`gnkit.nn.LCMAggregation`).
 
-    `in_features` is the width of the aggregated rows (equal to `features` when
-    `project=False`); `**options` are the linen twin's other attributes (`project`,
-    `activation`). Called as a gnkit aggregator, `[E, in_features] -> [S, features]`, so it can be
+    Called as a gnkit aggregator, `[E, in_features] -> [S, features]`, so it can be
     passed as the `aggregator` of a `GraphNetwork` or a layer. Jittable.
+
+    Args:
+      in_features: the width of the aggregated rows (equal to `features` when `project=False`).
+      features: the width of the result.
+      max_degree: at least the largest segment size, as in `gnkit.aggregators.tree_reduce`.
+      rngs: initialises the parameters.
+      **options: the linen twin's other attributes (`project`, `activation`).
     """
 
     def __init__(

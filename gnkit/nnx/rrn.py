@@ -32,10 +32,14 @@ class RecurrentRelationalNetwork(Twin, linen=rrn.RecurrentRelationalNetwork):
     """A recurrent relational network over the nodes of a `GraphsTuple`
     (`gnkit.nn.RecurrentRelationalNetwork`, same parameters and numbers).
 
-    `in_features` is the node width `F`, `in_edge_features` the edge width (None: no edge
-    features); `**options` are the linen twin's attributes (`encoder_features`, `cell`,
-    `remat`, ...). `__call__(graph, num_steps, scan=True)` returns the readout at every step,
+    `__call__(graph, num_steps, scan=True)` returns the readout at every step,
     `[num_steps, N, readout_features[-1]]`. Jittable (`num_steps` static).
+
+    Args:
+      in_features: the node width `F`.
+      in_edge_features: the edge width (None: no edge features).
+      rngs: initialises the parameters.
+      **options: the linen twin's attributes (`encoder_features`, `cell`, `remat`, ...).
     """
 
     def __init__(
