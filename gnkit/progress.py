@@ -18,9 +18,15 @@ T = TypeVar("T")
 class ProgressBar:
     """One progress bar: `update(n)`, `set_status(metrics)`, `write(line)`, `close()`.
 
-    `total` is the number of units (steps, batches); `initial` of them are already done (a
-    resumed run), so the rate and remaining time count only this session's work. A `transient`
-    bar is erased when closed.
+    Host; drawn with rich on the terminal.
+
+    Args:
+      total: the number of units (steps, batches).
+      initial: units already done (a resumed run), so the rate and remaining time count only this
+        session's work.
+      description: the text before the bar.
+      unit: the name of one unit in the rate shown.
+      transient: erase the bar when it is closed.
     """
 
     def __init__(

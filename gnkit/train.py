@@ -115,11 +115,15 @@ class CheckpointError(ValueError):
 class TrainingStopped(KeyboardInterrupt):
     """Raised by `fit` after a requested stop (or a KeyboardInterrupt) once the state is saved.
 
-    `step` is the step saved, `checkpoint` the file written (None without a checkpoint
-    directory), `signal_number` the signal that asked for the stop (None if code did), `reason`
-    the cause code gave (e.g. a time budget; None otherwise) and `exit_code` the status a
-    command should exit with (`exit_status`). A KeyboardInterrupt, so `except KeyboardInterrupt`
-    catches it too.
+    `exit_code` is the status a command should exit with (`exit_status`). A KeyboardInterrupt,
+    so `except KeyboardInterrupt` catches it too.
+
+    Args:
+      step: the step saved (kept as `step`).
+      checkpoint: the file written, None without a checkpoint directory (kept as `checkpoint`).
+      signal_number: the signal that asked for the stop, None if code did (kept as
+        `signal_number`).
+      reason: the cause code gave (e.g. a time budget), for the message; None otherwise.
     """
 
     def __init__(
