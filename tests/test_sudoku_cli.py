@@ -107,7 +107,7 @@ def test_the_shipped_model_config_is_the_cpu_preset_fine_tuned_with_64_steps():
         curriculum_fraction=0.0,
         seed=4,
     )
-    assert read_config(path) == dataclasses.replace(demo.CONFIGS["cpu"], **fine_tuning)
+    assert read_config(path) == dataclasses.replace(demo.CONFIGS["default"], **fine_tuning)
 
 
 def test_train_refuses_an_unknown_data_set_before_writing(tmp_path, capsys):
@@ -418,7 +418,7 @@ def test_gpu_preset_is_the_paper_model_scaled_for_one_accelerator():
 
 
 def test_device_curriculum_matches_the_host_one():
-    config = demo.CONFIGS["cpu"]
+    config = demo.CONFIGS["default"]
     for update in range(0, config.updates + 1, 7):
         assert int(config.min_givens(update)) == config.givens_range(update)[0], update
     assert demo.CONFIGS["gpu"].min_givens(0) == 17

@@ -1,18 +1,19 @@
 """Sudoku with a recurrent relational network: train, evaluate, solve, demo.
 
     python -m gnkit.demos.sudoku demo                      # shipped model, a few minutes on a CPU
-    python -m gnkit.demos.sudoku train --config cpu --run-dir runs/sudoku_cpu --set remat=step
+    python -m gnkit.demos.sudoku train --config default --run-dir runs/sudoku_cpu --set remat=step
     python -m gnkit.demos.sudoku eval --checkpoint pretrained --data rrn_valid --per-level 100
     python -m gnkit.demos.sudoku solve 000000010400000000020000000000050407008000300001090000...
     python -m gnkit.demos.sudoku export --from runs/sudoku_cpu --to exports/sudoku_rrn
     python -m gnkit.demos.sudoku curves --run cpu=runs/sudoku_cpu --plot sudoku_curves.png
 
-A demo on `gnkit.experiments`: the config (`config.SudokuConfig`, presets `tiny`, `cpu`,
-`paper`, `gpu`), the model (`models.SudokuRRN`), the training recipe (`recipe`), evaluation
-tables and heatmaps (`evaluation`), the verbs that use a trained model (`verbs`: eval, demo,
-solve, export, curves) and the verbs' own flags (`cli`). The framework gives the common flags
-(`--config`, `--set KEY=VALUE`, `--seed`, `--run-dir`, `--json`, `--plot`, `--parallel`,
-`--no-progress`), run directories and one-line errors with exit status 2.
+A demo on `gnkit.experiments`: the config (`config.SudokuConfig`, presets `default`,
+`quick`, `paper`, `gpu`, `tiny`), the model (`models.SudokuRRN`), the training recipe
+(`recipe`), evaluation tables and heatmaps (`evaluation`), the verbs that use a trained model
+(`verbs`: eval, demo, solve, export, curves) and the verbs' own flags (`cli`). The framework
+gives the common flags (`--config`, `--set KEY=VALUE`, `--seed`, `--run-dir`, `--json`,
+`--plot`, `--parallel`, `--no-progress`), run directories and one-line errors with exit
+status 2.
 
 `--data`, `--valid` and `--pool` take a CSV path or a named data set shipped with gnkit
 (`DATA_SETS`): `rrn_valid` (the paper's validation set, 1,000 puzzles per givens level 17-34),

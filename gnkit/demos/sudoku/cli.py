@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from gnkit import experiments
-from gnkit.demos.sudoku.config import CONFIGS
+from gnkit.demos.sudoku.config import CONFIGS, PRESET_NOTES
 from gnkit.demos.sudoku.data import DATA_HELP
 from gnkit.demos.sudoku.model_files import PRETRAINED
 from gnkit.demos.sudoku.recipe import train
@@ -86,7 +86,7 @@ DEMO = experiments.Demo(
     "sudoku",
     "Sudoku with a recurrent relational network: train, evaluate, solve, demo.",
     presets=CONFIGS,
-    default_preset="cpu",
+    preset_notes=PRESET_NOTES,
     verbs=[
         experiments.Verb(
             "demo",

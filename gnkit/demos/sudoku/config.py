@@ -93,26 +93,13 @@ class SudokuConfig:
 
 
 CONFIGS = {
-    # For tests and smoke runs.
-    "tiny": SudokuConfig(
-        hidden_size=16,
-        embed_size=8,
-        encoder_layers=1,
-        message_layers=2,
-        update_layers=1,
-        steps=4,
-        eval_steps=8,
-        batch_size=8,
-        learning_rate=3e-3,
-        updates=20,
-    ),
     # Sample-efficient CPU recipe: a 2-layer message MLP (its per-edge cost is a ReLU only, thanks
     # to the factorised first layer and the linear layer after the sum), 16 steps in training and
     # 64 in evaluation, a 5x larger learning rate with warmup and cosine decay over the run, and a
     # curriculum from 30-34 givens down to 17-34 over the first 40% of updates. One CPU thread
     # trains it at ~28 puzzles/s against 5.6 for the paper config: 2,500 updates (80k puzzles)
     # take about 50 CPU-minutes.
-    "cpu": SudokuConfig(
+    "default": SudokuConfig(
         hidden_size=96,
         message_layers=2,
         update_layers=2,
@@ -142,6 +129,29 @@ CONFIGS = {
         data="device",
         symmetries=True,
     ),
+    # For tests and smoke runs.
+    "tiny": SudokuConfig(
+        hidden_size=16,
+        embed_size=8,
+        encoder_layers=1,
+        message_layers=2,
+        update_layers=1,
+        steps=4,
+        eval_steps=8,
+        batch_size=8,
+        learning_rate=3e-3,
+        updates=20,
+    ),
+}
+CONFIGS["quick"] = dataclasses.replace(CONFIGS["default"], updates=300)
+CONFIGS = {name: CONFIGS[name] for name in ("default", "quick", "paper", "gpu", "tiny")}
+
+PRESET_NOTES = {
+    "default": "the measured CPU recipe: 2,500 updates of 32 puzzles (about 50 CPU-minutes)",
+    "quick": "a first look: the default recipe with its schedule shortened to 300 updates",
+    "paper": "Palm et al.'s model and optimiser (for an accelerator)",
+    "gpu": "the paper's model on one accelerator: device-side batches, bf16, batch 1,024",
+    "tiny": "a few updates of a tiny model, for tests",
 }
 
 
