@@ -18,7 +18,17 @@ PERSISTENCE = {"player-allstar": "last_allstar", "player-games": "last_games"}
 
 
 def feature_table(connection, query: str, seasons, limit: int = 0) -> dict[str, np.ndarray]:
-    """The columns of `query` (a `lahman.*_features_query`) for `seasons`, text as objects."""
+    """The columns of `query` (a `lahman.*_features_query`) for `seasons`, text as objects.
+
+    Args:
+      connection: the database's `duckdb` connection.
+      query: the SQL, with `{seed_times}` to fill.
+      seasons: the seed seasons.
+      limit: keep the first `limit` rows (0: all).
+
+    Returns:
+      `{column: array [n]}`.
+    """
     values = connection.execute(query.format(seed_times=", ".join(map(str, seasons))))
     table = values.fetchnumpy()
     return {key: value[:limit] if limit else value for key, value in table.items()}

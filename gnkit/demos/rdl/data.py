@@ -108,7 +108,17 @@ def _first(table: TaskTable, count: int) -> TaskTable:
 
 
 def sampler(config: RDLConfig, data: RDLData, split: str, seed: int) -> TypedNeighborSampler:
-    """The temporal sampler of `split`'s seeds (shuffled for training)."""
+    """The temporal sampler of `split`'s seeds (shuffled for training).
+
+    Args:
+      config: the run's config (fanout, batch size, layers).
+      data: the `RDLData`.
+      split: `train`, `valid` or `test`.
+      seed: the sampler's seed (its draws and, for training, its epoch order).
+
+    Returns:
+      The `TypedNeighborSampler` (temporal, most recent rows first).
+    """
     return TypedNeighborSampler(
         data.graph, data.fanouts, config.batch_size, seed_set=SEED_SET,
         seeds=data.seed_rows[split], shuffle=split == "train", seed=seed, temporal=True,

@@ -54,9 +54,13 @@ class RelationalGNN(nn.Module):
 
     Called with the sample's `TypedGraph` (features as `gnkit.rdl.database_graph` writes them,
     `time` on every node set) and `roots`, each node set's rows' seed slot (-1 for padding).
-    `categories` gives each table's categorical column sizes as `(table, sizes)` pairs,
-    `edge_sets` the edge sets the sampler draws (the others are left out), `num_seeds` the seed
-    slots `S` (the first rows of the seed set).
+
+    Attributes:
+      hidden: the width of every encoder and layer.
+      layers: rounds of typed GraphSAGE.
+      categories: `(table, categorical column sizes)` pairs.
+      edge_sets: the edge sets the sampler draws (the others are left out).
+      num_seeds: the seed slots `S`, the first rows of the seed set.
     """
 
     hidden: int

@@ -62,7 +62,17 @@ def _predict(model: RelationalGNN):
 
 def predictions(config: RDLConfig, data: RDLData, params, batches: list[dict]) -> np.ndarray:
     """The model's predictions (probabilities, or values) for every real seed of `batches`, in
-    order. Host driver."""
+    order. Host driver.
+
+    Args:
+      config: the run's config.
+      data: the `RDLData`.
+      params: the model's parameters.
+      batches: model batches (`eval_batches`).
+
+    Returns:
+      `[n]`, one prediction per real seed.
+    """
     predict = _predict(build_model(config, data))
     outputs = []
     for batch in batches:
