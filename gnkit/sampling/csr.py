@@ -28,13 +28,15 @@ def _as_times(values, length: int, name: str) -> np.ndarray:
 class CSRGraph:
     """Incoming edges per node, rows sorted by usable time when there is time. Host NumPy.
 
-    Fields, for `N` nodes and `E` edges:
+    For `N` nodes and `E` edges.
 
-    - indptr: int64 `[N + 1]`; row `v` is `indptr[v] .. indptr[v + 1] - 1`.
-    - senders: int64 `[E]`, the sender of each stored edge (the neighbour it brings).
-    - edge_ids: int64 `[E]`, the stored edge's row in the source graph.
-    - usable_time: `[E]` or None, `max(edge time, sender time)`, nondecreasing inside each row.
-    - node_time: `[N]` or None, each node's time (the default seed time).
+    Attributes:
+      indptr: int64 `[N + 1]`; row `v` is `indptr[v] .. indptr[v + 1] - 1`.
+      senders: int64 `[E]`, the sender of each stored edge (the neighbour it brings).
+      edge_ids: int64 `[E]`, the stored edge's row in the source graph.
+      usable_time: `[E]` or None (no time), `max(edge time, sender time)`, nondecreasing inside
+        each row.
+      node_time: `[N]` or None, each node's time (the default seed time).
     """
 
     indptr: np.ndarray

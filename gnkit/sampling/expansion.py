@@ -17,7 +17,19 @@ from gnkit.sampling.one_hop import Strategy, sample_one_hop
 
 
 class Expansion(NamedTuple):
-    """Real rows and edges of a sample, before padding (see `subgraph.assemble`)."""
+    """Real rows and edges of a sample, before padding (see `subgraph.assemble`).
+
+    For `n` real rows and `e` sampled edges.
+
+    Attributes:
+      node_ids: int64 `[n]`, each row's node in the source graph: the `S` seed slots first
+        (-1 for an empty slot), then the sampled rows hop by hop.
+      roots: int64 `[n]`, the seed slot each row was sampled for (in a shared subgraph, the
+        first one that reached it).
+      edge_ids: int64 `[e]`, each sampled edge's row in the source graph.
+      senders: int64 `[e]`, local row of each edge's sender (the sampled neighbour).
+      receivers: int64 `[e]`, local row of each edge's receiver, nondecreasing.
+    """
 
     node_ids: np.ndarray
     roots: np.ndarray

@@ -24,11 +24,12 @@ from gnkit.sampling.subgraph import SampledSubgraph, assemble
 class LinkSample(NamedTuple):
     """A sampled subgraph with the node pairs to score, for `B` positives and `K` negatives each.
 
-    - subgraph: the `SampledSubgraph` around the pairs' endpoints.
-    - pairs: int32 `[B (1 + K), 2]` local rows `(source, destination)`: the `B` positives
-      first, then the negatives of positive `i` at `B + i K .. B + i K + K - 1`.
-    - labels: float32 `[B (1 + K)]`, 1 for positives, 0 for negatives.
-    - pair_mask: bool `[B (1 + K)]`, False for the empty slots of a last batch.
+    Attributes:
+      subgraph: the `SampledSubgraph` around the pairs' endpoints.
+      pairs: int32 `[B (1 + K), 2]` local rows `(source, destination)`: the `B` positives
+        first, then the negatives of positive `i` at `B + i K .. B + i K + K - 1`.
+      labels: float32 `[B (1 + K)]`, 1 for positives, 0 for negatives.
+      pair_mask: bool `[B (1 + K)]`, False for the empty slots of a last batch.
     """
 
     subgraph: SampledSubgraph

@@ -166,7 +166,20 @@ class NeighborSampler:
         seed_times: np.ndarray | None = None,
         excluded_pairs: np.ndarray | None = None,
     ) -> Expansion:
-        """The unpadded sample around `S` seed slots (see `expand_disjoint` / `expand_shared`)."""
+        """The unpadded sample around `S` seed slots (see `expand_disjoint` / `expand_shared`).
+
+        Args:
+          seeds: int `[S]` seed ids (ignored where `seed_mask` is False).
+          seed_mask: bool `[S]`.
+          rng: the generator of the draws.
+          seed_times: `[S]` or None; with it, every hop draws only edges usable at its seed's
+            time (disjoint subgraphs only; a shared subgraph ignores it).
+          excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never
+            drawn, in either direction; or None.
+
+        Returns:
+          The `Expansion`: `S` seed rows, then the sampled rows hop by hop.
+        """
         if self.subgraph == "shared":
             return expand_shared(self.store, seeds, seed_mask, self.fanouts, rng,
                                  self.max_nodes, self.max_edges, excluded_pairs)

@@ -87,7 +87,19 @@ def prefetch(
     num_workers: int = 1,
     transfer: Callable[[Any], Any] | None = None,
 ) -> Prefetcher:
-    """The batches of one epoch of `sampler` (`batch(epoch, i)`, `len`), made ahead. Host."""
+    """The batches of one epoch of `sampler` (`batch(epoch, i)`, `len`), made ahead. Host.
+
+    Args:
+      sampler: anything with `batch(epoch, index)` and `len`, e.g. a `NeighborSampler`.
+      epoch: the epoch.
+      buffer_size: batches in flight or ready at a time.
+      num_workers: threads that sample.
+      transfer: applied to each batch on the worker thread (e.g. `jax.device_put`); None
+        leaves batches as made.
+
+    Returns:
+      The `Prefetcher` of `len(sampler)` batches.
+    """
     return Prefetcher(lambda index: sampler.batch(epoch, index), len(sampler),
                       buffer_size=buffer_size, num_workers=num_workers, transfer=transfer)
 

@@ -21,18 +21,18 @@ from gnkit.graph import GraphsTuple
 class SampledSubgraph(NamedTuple):
     """A sampled subgraph padded to a fixed budget, with its rows' ids in the source graph.
 
-    Fields, for `S` seed slots, a node budget `N` and an edge budget `E` (all static):
+    For `S` seed slots, a node budget `N` and an edge budget `E` (all static). A pytree (a
+    NamedTuple), so it passes through `jit` whole.
 
-    - graph: `GraphsTuple` with `N` node rows and `E` edge rows in 2 graphs (real, padding);
-      node and edge features gathered from the source graph (zeros in padding rows).
-    - global_id: int64 `[N]`, each row's node in the source graph; -1 for padding rows and empty
-      seed slots.
-    - edge_id: int64 `[E]`, each edge row's edge in the source graph; -1 for padding.
-    - seed_mask: bool `[S]`, True for the seed slots that hold a seed.
-    - root: int64 `[N]`, the seed slot each row was sampled for (in a shared subgraph, the first
-      one that reached it); -1 for padding rows.
-
-    A pytree (a NamedTuple), so it passes through `jit` whole.
+    Attributes:
+      graph: `GraphsTuple` with `N` node rows and `E` edge rows in 2 graphs (real, padding);
+        node and edge features gathered from the source graph (zeros in padding rows).
+      global_id: int64 `[N]`, each row's node in the source graph; -1 for padding rows and empty
+        seed slots.
+      edge_id: int64 `[E]`, each edge row's edge in the source graph; -1 for padding.
+      seed_mask: bool `[S]`, True for the seed slots that hold a seed.
+      root: int64 `[N]`, the seed slot each row was sampled for (in a shared subgraph, the first
+        one that reached it); -1 for padding rows.
     """
 
     graph: GraphsTuple

@@ -24,11 +24,14 @@ from gnkit.typed_graph.types import EdgeSetKey, edge_keys_by, node_rows
 class TypedSample(NamedTuple):
     """A sampled `TypedGraph` padded to a fixed budget per set.
 
-    - graph: the `TypedGraph`, one real graph and one padding graph; each node set's
-      `global_id` holds its rows' ids in the source set (-1 for padding and empty seed slots).
-    - seed_mask: bool `[S]`, the seed slots (the first `S` rows of the seed set) that hold a seed.
-    - roots: `{node set: int64 [N_set]}`, the seed slot each row was sampled for (-1: padding).
-    - edge_ids: `{EdgeSetKey: int64 [E_k]}`, each edge row's edge in the source set (-1: padding).
+    Attributes:
+      graph: the `TypedGraph`, one real graph and one padding graph; each node set's
+        `global_id` holds its rows' ids in the source set (-1 for padding and empty seed slots).
+      seed_mask: bool `[S]`, the seed slots (the first `S` rows of the seed set) that hold a
+        seed.
+      roots: `{node set: int64 [N_set]}`, the seed slot each row was sampled for (-1: padding).
+      edge_ids: `{EdgeSetKey: int64 [E_k]}`, each edge row's edge in the source set (-1:
+        padding).
     """
 
     graph: TypedGraph
