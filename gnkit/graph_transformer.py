@@ -60,10 +60,17 @@ def masked_attention(
 ) -> jax.Array:
     """Scaled dot-product attention over the real slots of each row.
 
-    `query`, `key`, `value` `[n_graph, max_nodes, H, D]`, `mask` bool `[n_graph, max_nodes]`:
-    slot `q` of graph `g` gets `sum_k softmax_k(q . k / sqrt(D)) v_k` over the real slots `k`
-    of `g`, per head. A graph without real slots gets zeros (finite gradients). Returns
-    `[n_graph, max_nodes, H, D]`. Jittable.
+    Slot `q` of graph `g` gets `sum_k softmax_k(q . k / sqrt(D)) v_k` over the real slots `k`
+    of `g`, per head. A graph without real slots gets zeros (finite gradients). Jittable.
+
+    Args:
+      query: `[n_graph, max_nodes, H, D]`.
+      key: `[n_graph, max_nodes, H, D]`.
+      value: `[n_graph, max_nodes, H, D]`.
+      mask: bool `[n_graph, max_nodes]`, True for the real slots (as `to_dense_batch` gives).
+
+    Returns:
+      `[n_graph, max_nodes, H, D]`.
     """
     scale = 1.0 / jnp.sqrt(jnp.asarray(query.shape[-1], query.dtype))
     logits = jnp.einsum("gqhd,gkhd->ghqk", query * scale, key)
@@ -78,11 +85,19 @@ def within_graph_attention(
 ) -> jax.Array:
     """Multi-head attention of every node over the nodes of its own graph, on the node list.
 
-    `query`, `key`, `value` `[N, H, D]` (projected and split into heads by the caller),
-    `n_node` `[n_graph]`: node `i` of graph `g` gets
-    `sum_{j in g} softmax_j(q_i . k_j / sqrt(D)) v_j` per head, `[N, H, D]`, through
-    `to_dense_batch` / `masked_attention` / `from_dense_batch`. `max_nodes` (static) must be
-    at least every real graph's node count. Jittable.
+    Node `i` of graph `g` gets `sum_{j in g} softmax_j(q_i . k_j / sqrt(D)) v_j` per head,
+    through `to_dense_batch` / `masked_attention` / `from_dense_batch`. Jittable.
+
+    Args:
+      query: `[N, H, D]`, projected and split into heads by the caller.
+      key: `[N, H, D]`.
+      value: `[N, H, D]`.
+      n_node: int `[n_graph]`, the graphs' node counts.
+      max_nodes: static, at least every real graph's node count (a padding graph may exceed
+        it; its nodes beyond `max_nodes` get zeros).
+
+    Returns:
+      `[N, H, D]`.
     """
     dense = [to_dense_batch(x, n_node, max_nodes)[0] for x in (query, key, value)]
     _, mask = _slots(n_node, max_nodes)
