@@ -82,17 +82,25 @@ class GPSLayer(nn.Module):
     `h_local = norm_local(dropout(local(x)) + x)`,
     `h_attention = norm_attention(dropout(attention(x)) + x)`, `h = h_local + h_attention`,
     `out = norm_output(h + dropout(W2 dropout(act(W1 h))))` with `W1` `F -> 2F` (`"mlp_hidden"`)
-    and `W2` `2F -> F` (`"mlp_output"`). `local` is `"gine"` (default: `GINE((F, F))`, its MLP
-    Dense, ReLU, Dense, as PyG's `GINEConv` with that `nn`), any linen module mapping the graph
-    to node features `[N, F]` (called with the graph), or None (attention only). `attention` is
-    a `GraphMultiheadAttention` (`num_heads`, `max_nodes`). `norm` is `"batch_norm"` (PyG's
-    default; running statistics with PyG's momentum 0.1, which Flax calls 0.9), `"layer_norm"`
-    (per node, PyG's `norm_kwargs={"mode": "node"}`) or None.
+    and `W2` `2F -> F` (`"mlp_output"`); `attention` is a `GraphMultiheadAttention`.
 
     Call with `node_mask` (bool `[N]`, the real nodes) on padded batches when `norm` is batch
     norm, and `train=True` for dropout and batch statistics. Flax's batch norm updates its
     running variance with the biased batch variance, torch with the unbiased one: the same
     outputs, slightly different running averages. Edges `[E, F]` for GINE. Jittable.
+
+    Attributes:
+      num_heads: the attention's heads; `F` must be divisible by it.
+      max_nodes: static bucket size of the attention's dense block, at least every real graph's
+        node count.
+      local: `"gine"` (`GINE((F, F))`, its MLP Dense, ReLU, Dense, as PyG's `GINEConv` with
+        that `nn`), any linen module mapping the graph to node features `[N, F]` (called with
+        the graph), or None (attention only).
+      dropout_rate: the rate of every dropout above (active only with `train=True`).
+      norm: `"batch_norm"` (PyG's default; running statistics with PyG's momentum 0.1, which
+        Flax calls 0.9), `"layer_norm"` (per node, PyG's `norm_kwargs={"mode": "node"}`) or
+        None (no normalisation).
+      activation: `act`, between the MLP's two layers.
     """
 
     num_heads: int
@@ -149,13 +157,26 @@ class GPS(nn.Module):
     `laplacian_features > 0`; in training each graph's eigenvector signs are flipped at random
     first, drawn from the `'dropout'` rng stream) and `Dense(random_walk_features)(random_walk_pe)`
     (`"random_walk_encoder"`, when `random_walk_features > 0`). Edges are encoded to `channels`
-    (`"edge_encoder"`) for the GINE local layers. `num_heads`, `max_nodes`, `dropout_rate`,
-    `norm` and `local` are each `GPSLayer`'s (`"layer_0"`, ...). No readout: pool or gather the
-    returned nodes for a task. Jittable.
+    (`"edge_encoder"`) for the GINE local layers, then the layers (`"layer_0"`, ...) run. No
+    readout: pool or gather the returned nodes for a task. Jittable.
 
     Call with `laplacian_pe` `[N, k]` (`gnkit.laplacian_pe`) and `random_walk_pe` `[N, t]`
     (`gnkit.random_walk_pe`) when their widths are set, `node_mask` on padded batches, and
     `train`.
+
+    Attributes:
+      channels: the width of the encoded nodes and edges and of every layer's output; must
+        exceed `laplacian_features + random_walk_features`.
+      num_layers: how many `GPSLayer`s.
+      num_heads: each layer's attention heads; `channels` must be divisible by it.
+      max_nodes: each layer's static attention bucket, at least every real graph's node count.
+      laplacian_features: the Laplacian encoding's share of `channels`; 0 means none (then
+        `laplacian_pe` must not be passed).
+      random_walk_features: the random-walk encoding's share of `channels`; 0 means none (then
+        `random_walk_pe` must not be passed).
+      dropout_rate: each layer's dropout rate.
+      norm: each layer's normalisation: `"batch_norm"`, `"layer_norm"` or None.
+      local: each layer's local layer: `"gine"` or None (attention only).
     """
 
     channels: int
