@@ -28,9 +28,14 @@ _TREE_SPAN = 3
 
 
 class LongRangeExamples(NamedTuple):
-    """A set of examples: `graphs` (one `GraphsTuple` each), `labels` int `[n]` (1: more than
-    `threshold` hops apart), `distances` int `[n]` (the marked pair's hop distance) and
-    `marked` int `[n, 2]` (the marked nodes' ids within their graph)."""
+    """A set of `n` examples, host NumPy.
+
+    Attributes:
+      graphs: one `GraphsTuple` per example.
+      labels: int `[n]`, 1 when the marked pair is more than `threshold` hops apart, else 0.
+      distances: int `[n]`, the marked pair's hop distance.
+      marked: int `[n, 2]`, the marked nodes' ids within their graph.
+    """
 
     graphs: list[GraphsTuple]
     labels: np.ndarray
