@@ -34,14 +34,24 @@ TRAIN_FRACTION, VALID_FRACTION = 0.5, 0.2
 
 @dataclasses.dataclass(frozen=True)
 class Data:
-    """Everything a run trains and tests on; every `[N]` array is in row order."""
+    """Everything a run trains and tests on; every `[N]` array is in row order.
 
-    entity: np.ndarray  # int [N]: the UMLS entity id of each row
-    node_set: np.ndarray  # int [N]: index into NODE_SETS
-    labels: np.ndarray  # int32 [N]: the branch, -1 for the two roots
+    Attributes:
+      entity: int `[N]`, the UMLS entity id of each row.
+      node_set: int `[N]`, each row's index into `NODE_SETS`.
+      labels: int32 `[N]`, the branch (index into the node set's `BRANCHES`), -1 for the two
+        roots.
+      graph: the `TypedGraph`, every kept edge set and its inverse.
+      homogeneous: its homogeneous twin `GraphsTuple`, the same rows and edges, no relations.
+      splits: `{"train", "valid", "test": bool [N]}`, the labelled rows of each split.
+    """
+
+    entity: np.ndarray
+    node_set: np.ndarray
+    labels: np.ndarray
     graph: TypedGraph
     homogeneous: GraphsTuple
-    splits: dict[str, np.ndarray]  # bool [N] each: 'train', 'valid', 'test'
+    splits: dict[str, np.ndarray]
 
 
 def ancestors(kg: KnowledgeGraph) -> np.ndarray:

@@ -56,7 +56,17 @@ def logits_fn(model_family: str, hidden: int) -> Callable:
 
 
 def accuracies(name: str, config: TypedNodesConfig, data: Data, params) -> dict[str, float]:
-    """Model `name`'s accuracy on the train, valid and test nodes. Host driver."""
+    """Model `name`'s accuracy on the train, valid and test nodes. Host driver.
+
+    Args:
+      name: the model's name (its family picks the architecture).
+      config: the run's config (`hidden`, the width).
+      data: what `load_data` returned.
+      params: the model's parameters.
+
+    Returns:
+      `{"train", "valid", "test": accuracy}`.
+    """
     logits = logits_fn(family(name), config.hidden)(params, full_batch(data))
     correct = np.asarray(jnp.argmax(logits, axis=-1)) == data.labels
     return {split: float(np.mean(correct[mask])) for split, mask in data.splits.items()}
