@@ -18,11 +18,21 @@ from gnkit.tasks import wordnet as task
 
 @dataclasses.dataclass(frozen=True)
 class Data:
-    """Everything a run trains and tests on."""
+    """Everything a run trains and tests on, for `N` synsets.
+
+    Attributes:
+      wordnet: the `WordNet` (or its `subset`).
+      features: float32 `[N, F]`, the hashed gloss features.
+      labels: int32 `[N]`, each synset's lexicographer file (its class).
+      train: int `[n_train]`, sorted ids of the training synsets.
+      valid: int `[n_valid]`, sorted ids of the validation synsets.
+      test: int `[n_test]`, sorted ids of the test synsets.
+      graphs: `{variant: GraphsTuple}`, one graph over all synsets per `config.variants`.
+    """
 
     wordnet: task.WordNet
-    features: np.ndarray  # float32 [N, F]
-    labels: np.ndarray  # int32 [N]
+    features: np.ndarray
+    labels: np.ndarray
     train: np.ndarray
     valid: np.ndarray
     test: np.ndarray

@@ -60,8 +60,17 @@ def label_propagation(
 ) -> jax.Array:
     """Label propagation (Zhou et al. 2004): `Y <- alpha * mean_{j -> i} Y_j + (1 - alpha) Y0`.
 
-    `seed_labels` `[N, C]` holds the one-hot labels of the training nodes and zeros elsewhere
-    (`Y0`); returns the class scores `[N, C]` after `steps` iterations. Jittable.
+    Jittable (`steps` and `alpha` static).
+
+    Args:
+      graph: the graph whose edges `j -> i` spread the scores (its features are not read).
+      seed_labels: `Y0`, `[N, C]`: the one-hot labels of the training nodes and zeros
+        elsewhere.
+      steps: the iterations.
+      alpha: the weight of the neighbours' mean against `Y0`, in `[0, 1]`.
+
+    Returns:
+      The class scores `[N, C]` after `steps` iterations.
     """
     n_node = seed_labels.shape[0]
     ones = jnp.ones(graph.senders.shape[0], seed_labels.dtype)

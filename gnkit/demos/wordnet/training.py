@@ -42,7 +42,18 @@ def _masked_cross_entropy(logits, labels, mask):
 
 
 def train_sage(config, data, graph: GraphsTuple, should_stop=lambda: False) -> dict:
-    """GraphSAGE on neighbour samples of the training synsets; tested on the whole graph."""
+    """GraphSAGE on neighbour samples of the training synsets; tested on the whole graph.
+
+    Args:
+      config: the run's config (`hidden`, `fanouts`, `batch_size`, `epochs`, ...).
+      data: what `load_data` returned.
+      graph: one of `data.graphs`.
+      should_stop: called after every step; True ends the epoch early.
+
+    Returns:
+      Valid and test accuracy, the median epoch time, the step's memory (MiB), the sampler's
+      mean wait fraction, steps per epoch, the final loss and the per-epoch history.
+    """
     model = models.SAGE(config.hidden, task.NUM_CLASSES)
     sampler = NeighborSampler(graph, config.fanouts, config.batch_size, seeds=data.train,
                               seed=config.seed)
@@ -86,7 +97,19 @@ def train_sage(config, data, graph: GraphsTuple, should_stop=lambda: False) -> d
 
 
 def train_full_batch(config, data, graph: GraphsTuple, name: str, should_stop=lambda: False):
-    """GCN ('gcn') or the gloss MLP ('mlp'), full-batch Adam on the training synsets."""
+    """GCN ('gcn') or the gloss MLP ('mlp'), full-batch Adam on the training synsets.
+
+    Args:
+      config: the run's config (`hidden`, `learning_rate`, `full_batch_updates`, ...).
+      data: what `load_data` returned.
+      graph: one of `data.graphs`.
+      name: `"gcn"` or `"mlp"`.
+      should_stop: called after every update but the first; True stops training.
+
+    Returns:
+      Valid and test accuracy, the mean time of one update (`epoch_seconds`, the first, which
+      compiles, not counted), the step's memory (MiB) and the final loss.
+    """
     model = models.classifier(name, config.hidden, task.NUM_CLASSES)
     labels = jnp.asarray(data.labels)
     mask = jnp.zeros(labels.shape[0]).at[data.train].set(1.0)
@@ -139,8 +162,15 @@ def run_label_propagation(config, data, graph: GraphsTuple) -> dict:
 def ranking_metrics(embeddings, sources, targets, known) -> dict[str, float]:
     """Filtered ranks of each `targets[i]` among all nodes for `sources[i]` (dot products).
 
-    `known` is a set of `(source, target)` pairs (every hypernym pointer); the other known
-    targets of a source are left out of its ranking. Returns MRR and Hits@10.
+    Args:
+      embeddings: `[N, D]`, one row per node.
+      sources: int `[P]`, the query nodes.
+      targets: int `[P]`, the node to rank for each source.
+      known: `{source: [(source, target), ...]}`, every known pair (every hypernym pointer);
+        a source's other known targets are left out of its ranking.
+
+    Returns:
+      `{"mrr", "hits_at_10"}`, over the `P` queries.
     """
     embeddings = jnp.asarray(embeddings)
     ranks = []
