@@ -359,11 +359,25 @@ def run_verb(
 ) -> Mapping[str, Any] | None:
     """Run one verb from Python (a notebook, a test) as `run` does from the command line.
 
-    `config` is checked like a preset with `--set` applied (`UsageError` if it breaks a rule);
-    `run_dir` is opened as the verb declares: a new directory or the same config to resume
-    (`"create"`), an earlier run whose saved config is used when `config` is None
-    (`"existing"`). `flags` are the verb's own flags. Returns the verb's results, also written
-    to `<verb>.json` in the run directory. Errors are raised, not turned into exit statuses.
+    Errors are raised, not turned into exit statuses.
+
+    Args:
+      demo: the demo.
+      verb_name: the verb to run (`train`, `eval`, ...).
+      config: the demo's config, checked like a preset with `--set` applied (`UsageError` if it
+        breaks a rule); None means the default preset, or for an `"existing"` verb the config
+        saved in `run_dir`. Ignored by a verb that takes no config.
+      run_dir: opened as the verb declares: a new directory or the same config to resume
+        (`"create"`), an earlier run (`"existing"`); unused by a verb without a run directory.
+      parallel: as `--parallel`: `single`, `pmap` or `mesh`.
+      progress: print progress (False: as `--no-progress`).
+      plot: as `--plot`: where the verb's main figure goes; None means the run directory.
+      should_stop: polled by the verb; True asks it to stop (as a signal does on the command
+        line).
+      **flags: the verb's own flags, by their argparse names (`options.flags`).
+
+    Returns:
+      The verb's results (or None), also written to `<verb>.json` in the run directory.
     """
     verb = demo.verb(verb_name)
     earlier = None
