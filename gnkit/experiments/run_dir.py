@@ -108,10 +108,13 @@ def _lock(path: Path) -> int:
 class RunDir:
     """The run directory of one command, holding `config`; created lazily on first write.
 
-    `exclusive` directories (opened to train) take the directory's lock on creation (or on
-    opening, when an earlier run left one) and keep it until `release`. `extended` names the
-    length key (`updates`) of a run continued to a larger value: its `config.json` is
-    rewritten with the new value on the first write.
+    Attributes:
+      path: the directory (it need not exist yet).
+      config: the run's config, written to `config.json` on the first write.
+      exclusive: whether the run holds the directory's lock (opened to train): taken on creation
+        (or on opening, when an earlier run left one) and kept until `release`.
+      extended: the length key (`updates`) of a run continued to a larger value, whose
+        `config.json` is rewritten with the new value on the first write; None otherwise.
     """
 
     path: Path
