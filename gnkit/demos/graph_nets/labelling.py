@@ -245,7 +245,17 @@ def classification_demo(
     description: str,
     preset_notes: Mapping[str, str],
 ) -> experiments.Demo:
-    """`task`'s demo: `train` and `eval` verbs over `presets` (`preset_notes` for `--help`)."""
+    """`task`'s demo: `train` and `eval` verbs over `presets`.
+
+    Args:
+      task: the labelling task (sort, shortest path); its name, dashed, is the command name.
+      presets: its configs by preset name.
+      description: the demo's one-line description.
+      preset_notes: a line per preset for `--help`.
+
+    Returns:
+      The `gnkit.experiments.Demo`.
+    """
     return demo(
         task.name.replace("_", "-"),
         description,
