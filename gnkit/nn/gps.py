@@ -167,7 +167,7 @@ class GPS(nn.Module):
     Attributes:
       channels: the width of the encoded nodes and edges and of every layer's output; must
         exceed `laplacian_features + random_walk_features`.
-      num_layers: how many `GPSLayer`s.
+      num_layers: the number of `GPSLayer` layers.
       num_heads: each layer's attention heads; `channels` must be divisible by it.
       max_nodes: each layer's static attention bucket, at least every real graph's node count.
       laplacian_features: the Laplacian encoding's share of `channels`; 0 means none (then
