@@ -2,7 +2,7 @@
 `BondMessagePassing` defines it.
 
 Hidden states live on directed edges. With `x` the node features, `e` the edge features,
-`tau` the activation and `E_in(v)` the edges into node `v`:
+`tau` the activation and `E_in(v)` the edges into node `v`::
 
     h0[s -> r]  = input_fn([x[s], e[s -> r]])
     h           = tau(h0)

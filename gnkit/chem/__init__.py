@@ -12,7 +12,7 @@ that read these graphs are `gnkit.dmpnn` (functional) and `gnkit.nn.DMPNN` (Flax
 - `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped).
 """
 
-from gnkit.chem.datasets import DATASETS, MoleculeDataset, load_dataset
+from gnkit.chem.datasets import MoleculeDataset, load_dataset
 from gnkit.chem.graphs import (
     InvalidSmilesError,
     MoleculeGraphs,
@@ -29,7 +29,6 @@ from gnkit.chem.splits import (
 )
 
 __all__ = [
-    "DATASETS",
     "InvalidSmilesError",
     "MoleculeDataset",
     "MoleculeGraphs",

@@ -29,6 +29,7 @@ class DatasetInfo:
     unit: str
 
 
+#: The shipped data sets by name (`esol`, `freesolv`, `lipophilicity`): file and columns.
 DATASETS = {
     "esol": DatasetInfo(
         "ESOL.csv.xz",

@@ -23,6 +23,7 @@ import numpy as np
 from rdkit import Chem
 from rdkit.Chem.rdchem import BondType, HybridizationType
 
+#: The names of the feature sets: chemprop v2's default vectors and OGB's integer features.
 FEATURE_SETS = ("chemprop", "ogb")
 
 # OGB's allowed values, in its order; the last entry of each list is "anything else".
