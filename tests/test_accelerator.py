@@ -21,6 +21,7 @@ PLAN += ["--probe-s", "2", "--bench-quick", "--bench-only", "w1", "--bench-s", "
 PLAN += ["--eval-per-level", "1", "--checkpoint-every-s", "5"]
 
 
+@pytest.mark.slow  # about 3 CPU-minutes: a child interpreter runs every stage
 def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_path):
     """As in a window: the image's packages only, jraph from a carried wheel."""
     out, logs, wheels = tmp_path / "out", tmp_path / "logs", tmp_path / "wheels"
@@ -164,6 +165,7 @@ def test_device_configs_make_their_batches_on_the_device(name):
         sudoku_device.device_config("nope")
 
 
+@pytest.mark.slow  # compiles the tiny Sudoku step twice
 def test_a_step_that_fails_to_run_is_timed_again_with_block_remat(monkeypatch):
     """Out of memory at the `gpu` config's batch: the plan keeps the recipe and remats."""
     built = []

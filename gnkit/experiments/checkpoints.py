@@ -49,6 +49,14 @@ def report_checkpoints(run_path: str | Path) -> dict[str, tuple[Path, int | None
     return found
 
 
+def trained_updates(run_path: str | Path, name: str) -> int | None:
+    """The update of model `name`'s latest checkpoint in the run at `run_path` (`""`: the single
+    model in `checkpoints/`): how far it was trained, whichever state a report uses. None when
+    it has no readable checkpoint."""
+    latest = training.latest_checkpoint(Path(run_path) / CHECKPOINT_DIR / name)
+    return None if latest is None else checkpoint_step(latest)
+
+
 def load_model_state(run_dir: RunDir, name: str, template: training.TrainingState):
     """Model `name`'s best validated state in `run_dir/checkpoints/name` (else its latest).
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gnkit.cli import demo_extras_message, missing_demo_extras
-from gnkit.experiments.checkpoints import report_checkpoints
+from gnkit.experiments.checkpoints import report_checkpoints, trained_updates
 from gnkit.experiments.config import check_config, describe_fields
 from gnkit.experiments.demo import Demo, Options, Verb
 from gnkit.experiments.errors import UsageError
@@ -239,12 +239,13 @@ def _describe(checkpoints: Mapping[str, tuple[Path, int | None]], run_path: Path
 
 def _check_trained(demo: Demo, args: argparse.Namespace) -> None:
     """Before a verb that reads an earlier run: name the checkpoints it will use (a run without
-    `checkpoints/` is left to the verb); `UsageError` if a model is at update 0, unless
-    `--untrained`."""
+    `checkpoints/` is left to the verb); `UsageError` if a model was never trained (its latest
+    checkpoint is at update 0, whichever state the report uses), unless `--untrained`."""
     run_path = Path(args.run_dir)
     checkpoints = report_checkpoints(run_path)
     train = f"gnkit {demo.name} train --run-dir {shlex.quote(str(run_path))}"
-    untrained = [name or "the model" for name, (_, step) in checkpoints.items() if step == 0]
+    untrained = [name or "the model" for name in checkpoints
+                 if trained_updates(run_path, name) == 0]
     if untrained and not args.untrained:
         raise UsageError(
             f"--run-dir {run_path}: {', '.join(untrained)} at update 0 (nothing trained); "
