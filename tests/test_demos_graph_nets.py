@@ -18,7 +18,7 @@ from _run_records import recorded
 from gnkit import train as training
 from gnkit.batching import batch_np, pad_with_graphs
 from gnkit.demos.graph_nets import harness as common
-from gnkit.demos.graph_nets import labelling, physics, shortest_path, sort
+from gnkit.demos.graph_nets import labelling, physics, prediction, shortest_path, sort
 from gnkit.demos.graph_nets import report as common_report
 from gnkit.experiments import RunDir
 from gnkit.parallel import data_parallel
@@ -91,7 +91,7 @@ def test_predictions_come_back_in_order_without_padding():
         g._replace(edges=np.random.default_rng(i).normal(size=g.edges.shape))
         for i, g in enumerate(inputs)
     ]
-    nodes, edges = common.predict_graphs(lambda params, graph: graph, None, inputs, 3)
+    nodes, edges = prediction.predict_graphs(lambda params, graph: graph, None, inputs, 3)
     np.testing.assert_array_equal(nodes, batch_np(inputs).nodes)
     np.testing.assert_array_equal(edges, batch_np(inputs).edges)
 

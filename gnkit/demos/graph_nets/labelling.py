@@ -20,11 +20,10 @@ from gnkit.demos.graph_nets.harness import (
     bucket_policy,
     demo,
     make_model,
-    make_predict,
     masked_mean,
-    predict_graphs,
     run_training,
 )
+from gnkit.demos.graph_nets.prediction import make_predict, predict_graphs
 from gnkit.demos.graph_nets.report import (
     Stopwatch,
     load_report_checkpoint,

@@ -29,6 +29,7 @@ from gnkit import experiments
 from gnkit.batching import batch_np, get_node_padding_mask, pad_with_graphs
 from gnkit.demos.graph_nets import config as common_config
 from gnkit.demos.graph_nets import harness as common
+from gnkit.demos.graph_nets import prediction
 from gnkit.demos.graph_nets import report as common_report
 from gnkit.graph import GraphsTuple
 from gnkit.tasks import mass_spring
@@ -99,14 +100,14 @@ def one_step_mse(config: common_config.DemoConfig, params, inputs, targets) -> f
     Returns:
       The mean squared velocity error.
     """
-    predict = common.make_predict(model_for(config), config)
-    nodes, _ = common.predict_graphs(predict, params, inputs, config.eval_batch_size)
+    predict = prediction.make_predict(model_for(config), config)
+    nodes, _ = prediction.predict_graphs(predict, params, inputs, config.eval_batch_size)
     return mass_spring.metrics(nodes, batch_np(targets))["velocity_mse"]
 
 
 def model_step(config: common_config.DemoConfig, params):
     """`graph -> next velocities [N, 2]` for `mass_spring.rollout` (one compile per shape)."""
-    predict = common.make_predict(model_for(config), config)
+    predict = prediction.make_predict(model_for(config), config)
 
     def step(graph: GraphsTuple) -> np.ndarray:
         n_node = len(graph.nodes)
