@@ -57,7 +57,7 @@ class ProgressBar:
             TextColumn("[bold]{task.description}", table_column=whole(len(description))),
             BarColumn(bar_width=16, table_column=whole(16)),
             MofNCompleteColumn(table_column=whole(2 * len(str(total)) + 1)),
-            TextColumn("{task.fields[rate]}", table_column=whole(11)),
+            TextColumn("{task.fields[rate]}", table_column=whole(len(unit) + 8)),
             TimeElapsedColumn(table_column=whole(7)),
             TextColumn("eta", table_column=whole(3)),
             TimeRemainingColumn(table_column=whole(7)),
@@ -83,7 +83,10 @@ class ProgressBar:
         done = task.completed - self._initial
         if elapsed > 0 and done > 0:
             rate = done / elapsed
-            text = f"{rate:.3g} {self._unit}/s" if rate >= 1 else f"{1 / rate:.3g} s/{self._unit}"
+            if rate >= 1:
+                text = f"{_short(rate)} {self._unit}/s"
+            else:
+                text = f"{_short(1 / rate)} s/{self._unit}"
             self._progress.update(self._task, rate=text)
 
     def set_status(self, values: Mapping[str, Any]) -> None:
@@ -103,6 +106,15 @@ class ProgressBar:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _short(value: float) -> str:
+    """`value` (>= 1) in at most 5 characters: 3 significant digits and a k / M / G / T suffix."""
+    for suffix in ("", "k", "M", "G", "T"):
+        if value < 999.5:
+            return f"{value:.3g}{suffix}"
+        value /= 1000
+    return ">1P"
 
 
 def track(items: Iterable[T], total: int, description: str, unit: str = "batch") -> Iterator[T]:
