@@ -34,6 +34,8 @@ LEXNAMES = (
     "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
     "adj.ppl",
 )
+# WordNet's pointer symbols (wninput(5WN)); "\\" is a pertainym for adjectives and "derived from
+# adjective" for adverbs, kept as one symbol as in the files.
 POINTERS = (
     "@", "@i", "~", "~i", "#m", "#s", "#p", "%m", "%s", "%p", "=", "+", ";c", "-c", ";r", "-r",
     ";u", "-u", "!", "&", "<", "\\", "*", ">", "^", "$",

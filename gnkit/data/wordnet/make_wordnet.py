@@ -27,26 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-HASH_BUCKETS = 4096
+from gnkit.tasks.wordnet import HASH_BUCKETS, POINTERS
+
 FILES = (("noun", 0), ("verb", 1), ("adj", 2), ("adv", 3))
 POS_FILE = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
-LEXNAMES = (
-    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
-    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
-    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
-    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
-    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
-    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
-    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
-    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
-    "adj.ppl",
-)
-# WordNet's pointer symbols (wninput(5WN)); "\\" is a pertainym for adjectives and "derived from
-# adjective" for adverbs, kept as one symbol as in the files.
-POINTERS = (
-    "@", "@i", "~", "~i", "#m", "#s", "#p", "%m", "%s", "%p", "=", "+", ";c", "-c", ";r", "-r",
-    ";u", "-u", "!", "&", "<", "\\", "*", ">", "^", "$",
-)
 WORD = re.compile(r"[a-z]+")
 
 
