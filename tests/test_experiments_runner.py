@@ -82,7 +82,7 @@ LINE = runner.Comparison(
     init=_init,
     loss=_loss,
     optimizer=lambda config: optax.sgd(config.learning_rate),
-    make_batch=_make_batch,
+    make_batch=runner.same_batches(_make_batch),
     validate=_validate,
     report=_report,
     examples_per_step=lambda config: 4,
@@ -121,6 +121,19 @@ def test_train_fits_each_model_and_reports_its_best_validated_state(tmp_path):
         curve = runner.eval_records(experiments.RunDir(tmp_path / "run", LineConfig()), name,
                                     ("step", "score"))
         assert curve == {"step": [2, 4, 6], "score": [SCORES[name][s] for s in (2, 4, 6)]}
+
+
+def test_each_model_trains_on_the_batches_made_for_its_name(tmp_path):
+    seeds = {"slope": 11, "offset": 12}
+    own_order = dataclasses.replace(LINE, make_batch=lambda name, config, data: _make_batch(
+        dataclasses.replace(config, seed=seeds[name]), data), report_best=False)
+    results = experiments.run_verb(_demo(own_order), "train", LineConfig(), tmp_path / "run",
+                                   progress=False)
+    for name, seed in seeds.items():
+        a, _ = _sgd_by_hand(name, dataclasses.replace(LineConfig(), seed=seed), 6)
+        assert results[name]["a"] == pytest.approx(a, rel=1e-5)
+    shared_a, _ = _sgd_by_hand("slope", LineConfig(), 6)
+    assert results["slope"]["a"] != pytest.approx(shared_a, rel=1e-3)
 
 
 def test_latest_state_when_the_report_asks_for_it(tmp_path):

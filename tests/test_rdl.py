@@ -231,7 +231,7 @@ def test_training_batches_hold_training_seeds_and_labels_only(lahman_data):
     from gnkit.rdl.tasks import SEED_SET
 
     config, data = lahman_data
-    batches = rdl_data.make_batch(config, data)
+    batches = rdl_data.make_batch("gnn0", config, data)
     train_rows = set(data.seed_rows["train"].tolist())
     train_labels = data.tables["train"].label
     for update in range(3):

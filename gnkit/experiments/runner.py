@@ -51,8 +51,9 @@ class Comparison:
       loss: `(name, config, data) -> loss_fn`, with `loss_fn(params, batch) -> (loss,
         metrics)` jittable (metrics: a dict of scalars).
       optimizer: `config -> optax.GradientTransformation`.
-      make_batch: `(config, data) -> batch_of_step`, with `batch_of_step(update) -> batch` a
-        pure function of the update index, so a resumed run sees the same batches.
+      make_batch: `(name, config, data) -> batch_of_step`, with `batch_of_step(update) ->
+        batch` a pure function of the update index, so a resumed run sees the same batches
+        (`same_batches` wraps a `(config, data)` builder whose models all see one order).
       validate: `(name, config, data) -> evaluate`, with `evaluate(params) -> metrics`, whose
         `"score"` chooses the best state.
       report: `(config, run_dir, options, states, data) -> results`, the test table and figures
@@ -66,7 +67,7 @@ class Comparison:
     init: Callable[[str, Any, Any], Params]
     loss: Callable[[str, Any, Any], Callable[[Params, Batch], tuple[jax.Array, dict]]]
     optimizer: Callable[[Any], optax.GradientTransformation]
-    make_batch: Callable[[Any, Any], Callable[[int], Batch]]
+    make_batch: Callable[[str, Any, Any], Callable[[int], Batch]]
     validate: Callable[[str, Any, Any], Callable[[Params], Mapping[str, Any]]]
     report: Report
     examples_per_step: Callable[[Any], int]
@@ -89,6 +90,14 @@ def initial_state(comparison: Comparison, name: str, config, data) -> training.T
     params = comparison.init(name, config, data)
     opt_state = comparison.optimizer(config).init(params)
     return training.TrainingState(params=params, opt_state=opt_state)
+
+
+def same_batches(
+    make_batch: Callable[[Any, Any], Callable[[int], Batch]],
+) -> Callable[[str, Any, Any], Callable[[int], Batch]]:
+    """A `Comparison.make_batch` from a `(config, data) -> batch_of_step` builder: every model
+    of the comparison trains on the same batches, in the same order."""
+    return lambda name, config, data: make_batch(config, data)
 
 
 def train_model(
@@ -120,7 +129,7 @@ def train_model(
     step = strategy.train_step(
         comparison.loss(name, config, data), comparison.optimizer(config), has_aux=True
     )
-    batches = comparison.make_batch(config, data)
+    batches = comparison.make_batch(name, config, data)
     if options.progress:
         print(f"{name}: training from update {int(state.step)} of {config.updates}", flush=True)
     return training.fit(
@@ -150,7 +159,8 @@ def trained_state(
       name: the model's name.
       config: the run's config.
       run_dir: the run directory.
-      data: what `comparison.load_data` returned (for the state's template).
+      data: what `comparison.load_data` returned (for the state's shapes, traced with
+        `jax.eval_shape`: nothing is initialised).
       best: `best.msgpack` when there is one (True), or the latest checkpoint (False).
 
     Returns:
@@ -159,7 +169,7 @@ def trained_state(
     Raises:
       UsageError: there is no checkpoint of the model, or it does not fit the config.
     """
-    template = initial_state(comparison, name, config, data)
+    template = jax.eval_shape(lambda: initial_state(comparison, name, config, data))
     if best:
         return load_model_state(run_dir, name, template)
     path = training.latest_checkpoint(run_dir.path / "checkpoints" / name)

@@ -15,8 +15,7 @@ class RDLConfig:
     """One task of the Lahman database: the GNN's replicates, its sampling and training.
 
     `models` names the GNN's replicates (`gnn0`, `gnn1`, ...: the digit is added to `seed` for
-    each one's initialisation; all see the same batches); the baselines are fitted in the
-    report.
+    each one's initialisation and batch order); the baselines are fitted in the report.
     """
 
     task: TaskName = setting("player-churn", help="the entity task")
@@ -31,6 +30,10 @@ class RDLConfig:
     eval_every_updates: int = setting(200, minimum=1)
     eval_limit: int = setting(0, minimum=0, help="validation and test seeds used (0: all)")
     seed: int = 0
+
+    def replicate_seed(self, name: str) -> int:
+        """The seed of replicate `name` (`gnn<k>`): `seed + k`."""
+        return self.seed + int(name[3:])
 
     def validate(self) -> None:
         bad = [name for name in self.models if not (name.startswith("gnn") and

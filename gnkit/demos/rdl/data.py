@@ -139,11 +139,11 @@ def model_input(sample, labels: np.ndarray) -> dict:
             "labels": slot_labels.astype(np.float32), "mask": sample.seed_mask}
 
 
-def make_batch(config: RDLConfig, data: RDLData, seed: int | None = None
-               ) -> Callable[[int], dict]:
-    """`update -> batch` of training seeds: epoch `update // batches per epoch`, each epoch in
-    its own order; a pure function of the update. `seed` defaults to `config.seed`."""
-    train = sampler(config, data, "train", config.seed if seed is None else seed)
+def make_batch(name: str, config: RDLConfig, data: RDLData) -> Callable[[int], dict]:
+    """`update -> batch` of training seeds for replicate `name`: epoch `update // batches per
+    epoch`, each epoch in its own order, drawn from the replicate's seed; a pure function of
+    the update."""
+    train = sampler(config, data, "train", config.replicate_seed(name))
     all_labels = np.concatenate([data.tables[s].label for s in SPLITS])
 
     def batch(update: int) -> dict:

@@ -26,8 +26,8 @@ def build_model(config: RDLConfig, data: RDLData) -> RelationalGNN:
 
 def init(name: str, config: RDLConfig, data: RDLData):
     """Replicate `name`'s (`gnn<k>`) initial parameters, from `config.seed + k`."""
-    batch = make_batch(config, data)(0)
-    key = jax.random.key(config.seed + int(name[3:]))
+    batch = make_batch(name, config, data)(0)
+    key = jax.random.key(config.replicate_seed(name))
     return build_model(config, data).init(key, batch["graph"], batch["roots"])
 
 
