@@ -16,8 +16,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
+from gnkit._checked_mode import checked_call, device_expect, host_expect, repeat
 from gnkit.graph import GraphsTuple, require
 
 _FEATURE_FIELDS = ("nodes", "edges", "globals")
@@ -133,7 +133,7 @@ def _check_values(graph: GraphsTuple, xp, expect: Callable, check_finite: bool) 
             edge_rows, xp.sum(n_edge),
         )
         node_offsets = xp.concatenate([xp.zeros(1, n_node.dtype), xp.cumsum(n_node)])
-        edge_graph = _repeat(xp, xp.arange(n_edge.shape[0]), n_edge, edge_rows)
+        edge_graph = repeat(xp, xp.arange(n_edge.shape[0]), n_edge, edge_rows)
         for name in ("senders", "receivers"):
             indices = xp.asarray(getattr(graph, name))
             expect(
@@ -189,22 +189,6 @@ def _check_sum_fits(name: str, counts, xp, expect: Callable) -> None:
     )
 
 
-def _repeat(xp, values, counts, total: int):
-    """`values[i]` repeated `counts[i]` times; static length `total` under jax.numpy."""
-    if xp is jnp:
-        return jnp.repeat(values, counts, total_repeat_length=total)
-    return np.repeat(values, counts)
-
-
-def _device_expect(condition, message: str, *values) -> None:
-    checkify.check(condition, message, *(jnp.asarray(value) for value in values))
-
-
-def _host_expect(condition, message: str, *values) -> None:
-    if not bool(condition):
-        raise ValueError(message.format(*(np.asarray(value).item() for value in values)))
-
-
 def validate(graph: GraphsTuple, *, check_finite: bool = False) -> GraphsTuple:
     """Check a graph on the host and return it unchanged; raise if it is malformed.
 
@@ -231,7 +215,7 @@ def validate(graph: GraphsTuple, *, check_finite: bool = False) -> GraphsTuple:
     """
     _check_static(graph, "validate")
     host_graph = jax.tree_util.tree_map(np.asarray, graph)
-    _check_values(host_graph, np, _host_expect, check_finite)
+    _check_values(host_graph, np, host_expect, check_finite)
     return graph
 
 
@@ -243,7 +227,7 @@ def check_graph(graph: GraphsTuple, *, check_finite: bool = False) -> None:
     error (see `checked`).
     """
     _check_static(graph, "check_graph")
-    _check_values(graph, jnp, _device_expect, check_finite)
+    _check_values(graph, jnp, device_expect, check_finite)
 
 
 def checked(fn: Callable, *, check_finite: bool = False, jit: bool = True) -> Callable:
@@ -255,18 +239,4 @@ def checked(fn: Callable, *, check_finite: bool = False, jit: bool = True) -> Ca
     The checks cost a few reductions over the index arrays; use it while debugging.
     """
 
-    def with_checks(graph, *args, **kwargs):
-        check_graph(graph, check_finite=check_finite)
-        return fn(graph, *args, **kwargs)
-
-    checkified = checkify.checkify(with_checks, errors=checkify.user_checks)
-    if jit:
-        checkified = jax.jit(checkified)
-
-    @functools.wraps(fn)
-    def run(graph, *args, **kwargs):
-        error, outputs = checkified(graph, *args, **kwargs)
-        error.throw()
-        return outputs
-
-    return run
+    return checked_call(functools.partial(check_graph, check_finite=check_finite), fn, jit=jit)

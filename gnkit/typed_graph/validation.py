@@ -10,14 +10,13 @@ sum to the rows, edges leaving their graph) are checked with NumPy on the host a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
+from gnkit._checked_mode import checked_call, device_expect, host_expect, repeat
 from gnkit.typed_graph.types import EdgeSetKey, TypedGraph, node_rows
 
 tree_map = jax.tree_util.tree_map
@@ -115,12 +114,6 @@ def _check_static(graph: TypedGraph) -> None:
                 )
 
 
-def _repeat(xp, values, counts, total: int):
-    if xp is jnp:
-        return jnp.repeat(values, counts, total_repeat_length=total)
-    return np.repeat(values, counts)
-
-
 def _check_values(graph: TypedGraph, xp, expect: Callable) -> None:
     """Value checks, written once for NumPy (host) and jax.numpy with checkify (device)."""
     offsets = {}
@@ -141,7 +134,7 @@ def _check_values(graph: TypedGraph, xp, expect: Callable) -> None:
                xp.min(n_edge, initial=0))
         expect(xp.sum(n_edge) == rows,
                f"sum({where}) must equal the set's {rows} edges; found {{}}.", xp.sum(n_edge))
-        edge_graph = _repeat(xp, xp.arange(n_edge.shape[0]), n_edge, rows)
+        edge_graph = repeat(xp, xp.arange(n_edge.shape[0]), n_edge, rows)
         for field, node_set in zip(("senders", "receivers"), key.node_sets, strict=True):
             indices = xp.asarray(getattr(edge_set, field))
             if rows == 0:
@@ -165,15 +158,6 @@ def _check_values(graph: TypedGraph, xp, expect: Callable) -> None:
                 f"(rows {{}}..{{}} of node set {node_set!r}); an edge must stay in its graph.",
                 first, indices[first], edge_graph[first], start[first], stop[first] - 1,
             )
-
-
-def _host_expect(condition, message: str, *values) -> None:
-    if not bool(condition):
-        raise ValueError(message.format(*(np.asarray(value).item() for value in values)))
-
-
-def _device_expect(condition, message: str, *values) -> None:
-    checkify.check(condition, message, *(jnp.asarray(value) for value in values))
 
 
 def validate(graph: TypedGraph) -> TypedGraph:
@@ -201,7 +185,7 @@ def validate(graph: TypedGraph) -> TypedGraph:
         node set 'paper' (2 nodes).
     """
     _check_static(graph)
-    _check_values(tree_map(np.asarray, graph), np, _host_expect)
+    _check_values(tree_map(np.asarray, graph), np, host_expect)
     return graph
 
 
@@ -209,7 +193,7 @@ def check_typed_graph(graph: TypedGraph) -> None:
     """The checks of `validate`, for use inside a function transformed by `checkify.checkify`:
     static problems raise at trace time, value problems are recorded with `checkify.check`."""
     _check_static(graph)
-    _check_values(graph, jnp, _device_expect)
+    _check_values(graph, jnp, device_expect)
 
 
 def checked(fn: Callable, *, jit: bool = True) -> Callable:
@@ -217,18 +201,4 @@ def checked(fn: Callable, *, jit: bool = True) -> Callable:
     call (`checkify`, and `jax.jit` unless `jit=False`); a malformed graph raises the message
     `validate` gives (as a `checkify.JaxRuntimeError`)."""
 
-    def with_checks(graph, *args, **kwargs):
-        check_typed_graph(graph)
-        return fn(graph, *args, **kwargs)
-
-    checkified = checkify.checkify(with_checks, errors=checkify.user_checks)
-    if jit:
-        checkified = jax.jit(checkified)
-
-    @functools.wraps(fn)
-    def run(graph, *args, **kwargs):
-        error, outputs = checkified(graph, *args, **kwargs)
-        error.throw()
-        return outputs
-
-    return run
+    return checked_call(check_typed_graph, fn, jit=jit)
