@@ -92,8 +92,10 @@ def test_nothing_below_nn_imports_flax():
 
 
 def test_import_gnkit_loads_no_plotting_progress_or_cli_library():
+    """Every name of `gnkit` used (they load on first use), `gnkit.nn` and `gnkit.nnx` aside."""
     code = (
         "import sys, gnkit\n"
+        "[getattr(gnkit, name) for name in gnkit.__all__ if name not in ('nn', 'nnx')]\n"
         "print(sorted(m for m in ('matplotlib', 'rich', 'tqdm', 'tyro', 'flax') "
         "if m in sys.modules))"
     )
