@@ -8,10 +8,13 @@
 `train` featurises the data set (cached in the run directory), makes one split per replicate
 (`--split random` or `scaffold`, equal to chemprop v2's for the same seed; or
 `--set splits_file=PATH`, a chemprop splits file) and writes them as chemprop's `splits.json`,
-then trains each replicate in turn (resumable; the epoch with the lowest validation RMSE is kept)
-and tests it: per-seed and mean +- std test RMSE and MAE, a parity plot (`parity.png`) and
-learning curves (`curves.png`). The default sizes and schedule are chemprop's (see
-`MoleculesConfig`); models: `dmpnn` (chemprop's D-MPNN), `gine`, `gcn`, `gat`. `predict` prints
+then trains each replicate in turn on the comparison runner (`gnkit.experiments.runner`:
+replicate `seed<s>` is a model with its own split, batches and initial weights; resumable; the
+epoch with the lowest validation RMSE is kept) and tests it: per-seed and mean +- std test RMSE
+and MAE, a parity plot (`parity.png`) and learning curves (`curves.png`). The default sizes and
+schedule are chemprop's (see `MoleculesConfig`); models: `dmpnn` (chemprop's D-MPNN), `gine`,
+`gcn`, `gat`, `gps` (a GPS graph transformer with random-walk or Laplacian positional
+encodings, computed once and cached beside the graphs). `predict` prints
 each replicate's prediction for new SMILES and their mean. `--data`, `--split`, `--model` and
 `--seeds` are short for `--set data=...` etc. Host driver around jitted steps.
 """

@@ -8,7 +8,9 @@ from typing import Literal
 from gnkit.experiments import setting
 
 DataName = Literal["esol", "freesolv", "lipophilicity"]
-ModelName = Literal["dmpnn", "gine", "gcn", "gat"]
+ModelName = Literal["dmpnn", "gine", "gcn", "gat", "gps"]
+# Width of the encoded positional encoding inside the GPS model's `gps_hidden_size` channels.
+POSITIONAL_WIDTH = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +26,12 @@ class MoleculesConfig:
     each molecule's RDKit 2-D descriptors (`descriptors`), each mapped through its empirical
     distribution over the training molecules to [0, 1], beside the pooled atom encodings
     before the FFN (the `chemprop` preset leaves them out: chemprop's default model).
+
+    `model=gps` is a GPS graph transformer (`gnkit.nn.GPS`: GINE local layers and attention
+    within each molecule, layer norm, no dropout) of `gps_layers` layers of `gps_hidden_size`
+    channels and `gps_heads` heads, with each atom's `positional` encoding (random-walk return
+    probabilities over `rwse_steps` steps, or `lappe_vectors` Laplacian eigenvectors with
+    random signs in training) encoded to `POSITIONAL_WIDTH` of those channels.
     """
 
     data: DataName = "esol"
@@ -50,6 +58,14 @@ class MoleculesConfig:
     init_lr: float = setting(1e-4, minimum=0.0)
     max_lr: float = setting(1e-3, minimum=0.0)
     final_lr: float = setting(1e-4, minimum=0.0)
+    gps_hidden_size: int = setting(128, minimum=1, help="GPS channels (model=gps)")
+    gps_layers: int = setting(4, minimum=1, help="GPS layers (model=gps)")
+    gps_heads: int = setting(4, minimum=1, help="GPS attention heads (model=gps)")
+    positional: Literal["rwse", "lappe"] = setting(
+        "rwse", help="GPS positional encoding: random-walk or Laplacian eigenvectors"
+    )
+    rwse_steps: int = setting(16, minimum=1, help="random-walk steps of positional=rwse")
+    lappe_vectors: int = setting(8, minimum=1, help="eigenvectors of positional=lappe")
     seeds: int = setting(5, minimum=1, help="replicates: seeds seed .. seed + seeds - 1")
     max_molecules: int = setting(0, minimum=0, help="use only the first N rows (0: all)")
     seed: int = 0
@@ -61,10 +77,27 @@ class MoleculesConfig:
             raise ValueError("epochs must be more than warmup_epochs")
         if self.model == "dmpnn" and self.features != "chemprop":
             raise ValueError("model=dmpnn reads float features: use features=chemprop")
+        if self.gps_hidden_size % self.gps_heads:
+            raise ValueError(
+                f"gps_hidden_size={self.gps_hidden_size} must be divisible by "
+                f"gps_heads={self.gps_heads}"
+            )
+        if self.gps_hidden_size <= POSITIONAL_WIDTH:
+            raise ValueError(f"gps_hidden_size must exceed {POSITIONAL_WIDTH} (the encodings')")
 
     @property
     def replicate_seeds(self) -> tuple[int, ...]:
         return tuple(range(self.seed, self.seed + self.seeds))
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The replicates as the runner's models: `seed<s>` for each replicate seed `s`."""
+        return tuple(f"seed{seed}" for seed in self.replicate_seeds)
+
+    @staticmethod
+    def replicate_seed(name: str) -> int:
+        """The seed of replicate `name` (`seed<s>`): `s`, its split's and initial weights'."""
+        return int(name.removeprefix("seed"))
 
 
 CONFIGS = {

@@ -1,15 +1,16 @@
 """The molecules demo's data: a shipped data set featurised once (cached in the run directory),
-one split per replicate (written as chemprop's `splits.json`), standardised targets, and padded
-batches. Host NumPy."""
+one split per replicate (written as chemprop's `splits.json`), standardised targets, the GPS
+model's positional encodings (cached beside the graphs), and padded batches. Host NumPy."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 import numpy as np
 
-from gnkit import chem, experiments
+from gnkit import chem, experiments, positional
 from gnkit.demos.molecules.config import MoleculesConfig
 
 # Padded batch sizes are rounded up to these multiples, so the steps compile a few times only.
@@ -19,15 +20,22 @@ EDGE_BUCKET = 256
 
 @dataclasses.dataclass(frozen=True)
 class MoleculeData:
-    """A data set's molecules, targets `[M]`, graphs, one split per replicate seed, and (with
+    """A data set's molecules, targets `[M]`, graphs, one split per replicate seed, (with
     descriptors) each replicate's training descriptors sorted by column (`descriptor_reference`,
-    `[n_train, D]`), the distribution that maps descriptors to [0, 1]."""
+    `[n_train, D]`), the distribution that maps descriptors to [0, 1], and (model=gps) each
+    atom's positional encoding (`positional`, `[sum N, k]`, in the graphs' atom order)."""
 
     dataset: chem.MoleculeDataset
     graphs: chem.MoleculeGraphs
     targets: np.ndarray
     splits: dict[int, chem.splits.Split]
     descriptor_reference: dict[int, np.ndarray] | None = None
+    positional: np.ndarray | None = None
+
+    @property
+    def max_atoms(self) -> int:
+        """The most atoms of any molecule (the GPS attention's bucket)."""
+        return int(self.graphs.n_node.max())
 
     def scaling(self, seed: int) -> tuple[float, float]:
         """Mean and standard deviation of the training targets of replicate `seed`."""
@@ -74,18 +82,55 @@ def load_data(config: MoleculesConfig, run_dir: experiments.RunDir, progress: bo
     )
     splits = _splits(config, dataset.smiles)
     chem.write_splits_file(run_dir.file("splits.json"), list(splits.values()))
-    return molecule_data(config, dataset, graphs, splits)
+    return molecule_data(config, dataset, graphs, splits, cache_dir=run_dir.file("features"))
 
 
-def molecule_data(config: MoleculesConfig, dataset, graphs, splits) -> MoleculeData:
-    """`MoleculeData` of featurised `graphs` and `splits` (`{seed: split}`)."""
+def molecule_data(config: MoleculesConfig, dataset, graphs, splits, cache_dir=None):
+    """`MoleculeData` of featurised `graphs` and `splits` (`{seed: split}`); with model=gps,
+    the positional encodings (kept in `cache_dir` when given)."""
     reference = None
     if config.descriptors:
         reference = {
             seed: np.sort(_finite(graphs.globals[split["train"]]), axis=0)
             for seed, split in splits.items()
         }
-    return MoleculeData(dataset, graphs, dataset.targets.astype(np.float32), splits, reference)
+    encodings = positional_encodings(config, graphs, cache_dir)
+    targets = dataset.targets.astype(np.float32)
+    return MoleculeData(dataset, graphs, targets, splits, reference, encodings)
+
+
+def positional_encodings(config: MoleculesConfig, graphs, cache_dir=None) -> np.ndarray | None:
+    """Each atom's positional encoding for model=gps, `[sum N, k]` float32 in the graphs' atom
+    order (None for the other models): `gnkit.random_walk_pe` over `rwse_steps` steps or
+    `gnkit.laplacian_pe` with `lappe_vectors` vectors, molecule by molecule. Computed once and
+    kept in `cache_dir` (a file named by the encoding and a hash of the molecules' bonds)."""
+    if config.model != "gps":
+        return None
+    kind, size = (
+        ("rwse", config.rwse_steps)
+        if config.positional == "rwse"
+        else ("lappe", config.lappe_vectors)
+    )
+    digest = hashlib.sha256()
+    for array in (graphs.n_node, graphs.n_edge, graphs.senders, graphs.receivers):
+        digest.update(np.ascontiguousarray(array, np.int64).tobytes())
+    path = None
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"positional_{kind}{size}_{digest.hexdigest()[:16]}.npy"
+        if path.exists():
+            return np.load(path)
+    graph = graphs.batch(np.arange(len(graphs)))
+    if kind == "rwse":
+        encodings = positional.random_walk_pe(graph, size)
+    else:
+        encodings = positional.laplacian_pe(graph, size)
+    encodings = encodings.astype(np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".partial.npy")
+        np.save(temporary, encodings)
+        temporary.replace(path)
+    return encodings
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -112,12 +157,28 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def make_batch(graphs, molecules, targets, n_graph: int, reference=None) -> dict:
-    """Molecules at positions `molecules` as a padded batch: `graph` (padded to bucketed sizes
-    and `n_graph` graphs; globals the descriptors through `empirical_cdf(reference, .)`, or
-    zeros `[n_graph, 1]` without a reference), `targets` `[n_graph]` (0 on padding) and `mask`
-    `[n_graph]`."""
-    molecules = np.asarray(molecules)
+def make_batch(
+    graphs, molecules, targets, n_graph: int, reference=None, encodings=None, flip=None
+) -> dict:
+    """Molecules at positions `molecules` as a padded batch.
+
+    Args:
+      graphs: the `chem.MoleculeGraphs` the molecules are in.
+      molecules: positions of the batch's molecules in `graphs`.
+      targets: `[M]`, one target per molecule of `graphs`.
+      n_graph: graphs of the padded batch (one more than the molecules at least).
+      reference: the sorted training descriptors (`MoleculeData.descriptor_reference`), or None.
+      encodings: `[sum N, k]` positional encodings of the atoms of `graphs`, or None.
+      flip: a `numpy.random.Generator` for a random sign of each molecule's encoding columns
+        (Laplacian eigenvectors in training), or None.
+
+    Returns:
+      `graph` (padded to bucketed sizes and `n_graph` graphs; globals the descriptors through
+      `empirical_cdf(reference, .)`, or zeros `[n_graph, 1]` without a reference), `targets`
+      `[n_graph]` (0 on padding), `mask` `[n_graph]` and, with `encodings`, `positional`
+      `[n_node, k]` (the batch's atoms in order, 0 on padding).
+    """
+    molecules = np.asarray(molecules, np.int64)
     n_node = _round_up(int(graphs.n_node[molecules].sum()) + 1, NODE_BUCKET)
     n_edge = _round_up(int(graphs.n_edge[molecules].sum()) + 2, EDGE_BUCKET)
     padded = np.zeros(n_graph, np.float32)
@@ -127,35 +188,47 @@ def make_batch(graphs, molecules, targets, n_graph: int, reference=None) -> dict
         graph = graph._replace(globals=np.zeros((n_graph, 1), np.float32))
     else:
         graph = graph._replace(globals=empirical_cdf(reference, graph.globals))
-    return {
-        "graph": graph,
-        "targets": padded,
-        "mask": np.arange(n_graph) < len(molecules),
-    }
+    batch = {"graph": graph, "targets": padded, "mask": np.arange(n_graph) < len(molecules)}
+    if encodings is not None:
+        counts = graphs.n_node[molecules]
+        starts = graphs.node_offsets[molecules]
+        rows = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, counts, strict=True)])
+        atoms = encodings[rows]
+        if flip is not None:
+            atoms = positional.random_sign_flip(atoms, counts, flip)
+        batch["positional"] = np.zeros((n_node, encodings.shape[1]), np.float32)
+        batch["positional"][: len(rows)] = atoms
+    return batch
 
 
 def train_batches(config: MoleculesConfig, data: MoleculeData, seed: int):
     """`batch(update)`: the training batch of update `update` of replicate `seed`, standardised
-    targets; each epoch a fresh shuffle from `(seed, epoch)`, so a resumed run sees the same."""
+    targets; each epoch a fresh shuffle from `(seed, epoch)`, so a resumed run sees the same
+    (Laplacian encodings get random signs from `(seed, update)`)."""
     train = data.splits[seed]["train"]
     mean, std = data.scaling(seed)
     scaled = (data.targets - mean) / std
     per_epoch = steps_per_epoch(len(train), config.batch_size)
     reference = data.descriptor_reference[seed] if data.descriptor_reference else None
+    lappe = data.positional is not None and config.positional == "lappe"
 
     def batch(update: int) -> dict:
         epoch, index = divmod(update, per_epoch)
         order = np.random.default_rng([seed, epoch]).permutation(train)
         rows = order[index * config.batch_size : (index + 1) * config.batch_size]
-        return make_batch(data.graphs, rows, scaled, config.batch_size + 1, reference)
+        flip = np.random.default_rng([seed, update, 1]) if lappe else None
+        return make_batch(
+            data.graphs, rows, scaled, config.batch_size + 1, reference, data.positional, flip
+        )
 
     return batch
 
 
-def eval_batches(config: MoleculesConfig, graphs, molecules, reference=None):
-    """The molecules at `molecules` in order, `batch_size` at a time (targets left 0)."""
+def eval_batches(config: MoleculesConfig, graphs, molecules, reference=None, encodings=None):
+    """The molecules at `molecules` in order, `batch_size` at a time (targets left 0), with
+    their atoms' positional `encodings` (`[sum N, k]` of `graphs`) when given."""
     molecules = np.asarray(molecules)
     zeros = np.zeros(len(graphs), np.float32)
     for start in range(0, len(molecules), config.batch_size):
         rows = molecules[start : start + config.batch_size]
-        yield rows, make_batch(graphs, rows, zeros, config.batch_size + 1, reference)
+        yield rows, make_batch(graphs, rows, zeros, config.batch_size + 1, reference, encodings)

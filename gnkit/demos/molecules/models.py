@@ -1,5 +1,5 @@
-"""The molecules demo's models: an encoder (D-MPNN, GINE, GCN or GAT), a readout over atoms, an
-FFN to one target; the loss, the optimiser and the jitted train and predict steps."""
+"""The molecules demo's models: an encoder (D-MPNN, GINE, GCN, GAT or GPS), a readout over
+atoms, an FFN to one target; the loss, the optimiser and the jitted train and predict steps."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import optax
 
 from gnkit import chem
 from gnkit.batching import get_graph_padding_mask
-from gnkit.demos.molecules.config import MoleculesConfig
+from gnkit.demos.molecules.config import POSITIONAL_WIDTH, MoleculesConfig
 from gnkit.graph import GraphsTuple
-from gnkit.nn import DMPNN, GAT, GCN, GINE, MLP, graph_readout
+from gnkit.nn import DMPNN, GAT, GCN, GINE, GPS, MLP, graph_readout
 
 
 class AtomEmbedding(nn.Module):
@@ -35,20 +35,27 @@ class MoleculeModel(nn.Module):
 
     `dmpnn`: chemprop's D-MPNN (`gnkit.nn.DMPNN`) on the float features. `gine`, `gcn`, `gat`:
     atoms (and, for GINE, bonds) embedded to `hidden_size`, then `depth` layers with ReLU
-    between them. Then the `readout` over atoms, with `descriptors` the graph's globals (the
-    normalised descriptors) beside it, and an MLP of `ffn_layers` layers of `ffn_hidden_size`
-    to one output, as chemprop's FFN.
+    between them. `gps`: `gnkit.nn.GPS` on the atoms and bonds (OGB's integer features embedded
+    to `gps_hidden_size` first) and each atom's `positional` encoding `[N, k]`, with layer norm
+    and no dropout, so the model is a pure function of its parameters and the batch (the
+    Laplacian encodings' random signs are drawn on the host, `data.train_batches`); attention
+    slots for `max_atoms` atoms a molecule. Then the `readout` over atoms, with `descriptors`
+    the graph's globals (the normalised descriptors) beside it, and an MLP of `ffn_layers`
+    layers of `ffn_hidden_size` to one output, as chemprop's FFN.
     """
 
     config: MoleculesConfig
+    max_atoms: int = 0
 
     @nn.compact
-    def __call__(self, graph: GraphsTuple) -> jax.Array:
+    def __call__(self, graph: GraphsTuple, positional: jax.Array | None = None) -> jax.Array:
         config = self.config
         width = config.hidden_size
         ogb = config.features == "ogb"
         if config.model == "dmpnn":
             graph = DMPNN(hidden_size=width, depth=config.depth)(graph)
+        elif config.model == "gps":
+            graph = self._gps(graph, positional)
         else:
             atoms = chem.features.OGB_ATOM_VOCABULARY if ogb else None
             bonds = chem.features.OGB_BOND_VOCABULARY if ogb else None
@@ -70,10 +77,38 @@ class MoleculeModel(nn.Module):
         head = MLP((config.ffn_hidden_size,) * config.ffn_layers + (1,), name="ffn")
         return head(pooled)[:, 0]
 
+    def _gps(self, graph: GraphsTuple, positional: jax.Array | None) -> GraphsTuple:
+        config = self.config
+        if positional is None or self.max_atoms < 1:
+            raise ValueError(
+                f"MoleculeModel: model=gps needs the positional encodings and max_atoms >= 1 "
+                f"(max_atoms={self.max_atoms}, positional given: {positional is not None})"
+            )
+        if config.features == "ogb":
+            width = config.gps_hidden_size
+            atoms = AtomEmbedding(width, chem.features.OGB_ATOM_VOCABULARY)(graph.nodes)
+            bonds = AtomEmbedding(width, chem.features.OGB_BOND_VOCABULARY)(graph.edges)
+            graph = graph._replace(nodes=atoms, edges=bonds)
+        rwse = config.positional == "rwse"
+        gps = GPS(
+            channels=config.gps_hidden_size,
+            num_layers=config.gps_layers,
+            num_heads=config.gps_heads,
+            max_nodes=self.max_atoms,
+            laplacian_features=0 if rwse else POSITIONAL_WIDTH,
+            random_walk_features=POSITIONAL_WIDTH if rwse else 0,
+            norm="layer_norm",
+        )
+        if rwse:
+            return gps(graph, random_walk_pe=positional)
+        return gps(graph, laplacian_pe=positional)
 
-def init_params(config: MoleculesConfig, example: dict, seed: int):
-    """Initial parameters of replicate `seed` for batches shaped like `example`."""
-    return MoleculeModel(config).init(jax.random.PRNGKey(seed), example["graph"])
+
+def init_params(config: MoleculesConfig, example: dict, seed: int, max_atoms: int = 0):
+    """Initial parameters of replicate `seed` for batches shaped like `example` (`max_atoms`:
+    the GPS attention's bucket, see `MoleculeModel`)."""
+    model = MoleculeModel(config, max_atoms)
+    return model.init(jax.random.PRNGKey(seed), example["graph"], example.get("positional"))
 
 
 def optimizer(config: MoleculesConfig, per_epoch: int) -> optax.GradientTransformation:
@@ -88,33 +123,42 @@ def optimizer(config: MoleculesConfig, per_epoch: int) -> optax.GradientTransfor
     return optax.adam(optax.join_schedules([rise, decay], [warmup]))
 
 
-def make_train_step(config: MoleculesConfig, tx: optax.GradientTransformation):
-    """Jitted `step(params, opt_state, batch) -> (params, opt_state, {"loss"})`: the mean
-    squared error over the batch's real molecules."""
-    model = MoleculeModel(config)
+def make_loss(config: MoleculesConfig, max_atoms: int = 0):
+    """`loss_fn(params, batch) -> (loss, {})`: the mean squared error over the batch's real
+    molecules (standardised targets). Jittable."""
+    model = MoleculeModel(config, max_atoms)
 
     def loss_fn(params, batch):
-        predictions = model.apply(params, batch["graph"])
+        predictions = model.apply(params, batch["graph"], batch.get("positional"))
         mask = batch["mask"]
         errors = jnp.where(mask, predictions - batch["targets"], 0.0)
-        return jnp.sum(errors**2) / jnp.maximum(mask.sum(), 1)
+        return jnp.sum(errors**2) / jnp.maximum(mask.sum(), 1), {}
+
+    return loss_fn
+
+
+def make_train_step(config: MoleculesConfig, tx: optax.GradientTransformation, max_atoms=0):
+    """Jitted `step(params, opt_state, batch) -> (params, opt_state, {"loss"})` of `make_loss`
+    and `tx`."""
+    loss_fn = make_loss(config, max_atoms)
 
     @jax.jit
     def step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, {"loss": loss}
 
     return step
 
 
-def make_predict(config: MoleculesConfig):
-    """Jitted `predict(params, graph) -> [G]` standardised predictions (padding graphs masked
-    to 0)."""
-    model = MoleculeModel(config)
+def make_predict(config: MoleculesConfig, max_atoms: int = 0):
+    """Jitted `predict(params, graph, positional=None) -> [G]` standardised predictions
+    (padding graphs masked to 0; `positional` `[N, k]` for model=gps)."""
+    model = MoleculeModel(config, max_atoms)
 
     @jax.jit
-    def predict(params, graph):
-        return jnp.where(get_graph_padding_mask(graph), model.apply(params, graph), 0.0)
+    def predict(params, graph, positional=None):
+        outputs = model.apply(params, graph, positional)
+        return jnp.where(get_graph_padding_mask(graph), outputs, 0.0)
 
     return predict

@@ -11,8 +11,8 @@ import numpy as np
 from gnkit import experiments
 from gnkit import train as training
 from gnkit.demos.molecules import models
-from gnkit.demos.molecules.data import MoleculeData, steps_per_epoch
-from gnkit.demos.molecules.training import errors, predict_rows, replicate_name, trained_params
+from gnkit.demos.molecules.data import steps_per_epoch
+from gnkit.demos.molecules.training import errors, predict_rows, replicate_name
 
 # MoleculeNet's best published test RMSE on random 80/10/10 splits (Wu et al. 2018, Table 8).
 MOLECULENET_BEST = {"esol": 0.58, "freesolv": 1.15, "lipophilicity": 0.655}
@@ -34,13 +34,24 @@ def curves(run_dir: experiments.RunDir, seed: int, per_epoch: int) -> dict[str, 
     }
 
 
-def report(config, run_dir: experiments.RunDir, options: experiments.Options, data: MoleculeData):
+def report(config, run_dir: experiments.RunDir, options: experiments.Options, states, data):
     """Test every replicate's best validated state; print the table, draw the figures, return
-    the results (per seed, mean and std, MoleculeNet's best for reference)."""
-    predict = models.make_predict(config)
+    the results (per seed, mean and std, MoleculeNet's best for reference).
+
+    Args:
+      config: the run's `MoleculesConfig`.
+      run_dir: the run directory.
+      options: the command's options.
+      states: `{"seed<s>": gnkit.train.TrainingState}`, each replicate's best validated state.
+      data: the `MoleculeData`.
+
+    Returns:
+      The results dict (also the verb's `--json`).
+    """
+    predict = models.make_predict(config, data.max_atoms)
     per_seed, parity, learning = {}, {}, {}
     for seed in config.replicate_seeds:
-        state = trained_params(config, data, seed, run_dir)
+        state = states[replicate_name(seed)]
         test = data.splits[seed]["test"]
         predictions = predict_rows(config, predict, state.params, data, seed, test)
         per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)

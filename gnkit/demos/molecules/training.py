@@ -1,30 +1,85 @@
-"""Training one replicate (resumable, best validated state kept) and predicting with it."""
+"""How a replicate trains and predicts on the comparison runner: its view of the run
+(`Replicate`: its seed and its epoch length), initialisation, loss, chemprop's schedule, its
+batches and its validation RMSE. Host drivers around jitted steps."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from gnkit import experiments
-from gnkit import train as training
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import MoleculesConfig
 from gnkit.demos.molecules.data import MoleculeData, eval_batches, steps_per_epoch, train_batches
 
 
 def replicate_name(seed: int) -> str:
-    """The checkpoint folder and metrics name of replicate `seed`."""
+    """The model name (checkpoint folder, metrics file) of replicate `seed`: `seed<seed>`."""
     return f"seed{seed}"
 
 
-def predict_rows(config, predict, params, data: MoleculeData, seed: int, rows, graphs=None):
+@dataclasses.dataclass(frozen=True)
+class Replicate:
+    """The config one replicate trains under on the runner: the run's `config`, the
+    replicate's `seed` (its split's and its initial weights') and its `steps_per_epoch` (its
+    own training split's batches), so that `updates` (`epochs x steps_per_epoch`), validation
+    every epoch and chemprop's per-epoch schedule count the replicate's own epochs (a scaffold
+    split's training part differs in size from seed to seed)."""
+
+    config: MoleculesConfig
+    seed: int
+    steps_per_epoch: int
+
+    @property
+    def updates(self) -> int:
+        return self.config.epochs * self.steps_per_epoch
+
+    @property
+    def eval_every_updates(self) -> int:
+        return self.steps_per_epoch
+
+
+def replicate(config: MoleculesConfig, data: MoleculeData, name: str) -> Replicate:
+    """Replicate `name`'s (`seed<s>`) `Replicate` of the run `config`."""
+    seed = config.replicate_seed(name)
+    per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)
+    return Replicate(config, seed, per_epoch)
+
+
+def init(name: str, run: Replicate, data: MoleculeData):
+    """The replicate's initial parameters, from its seed."""
+    example = train_batches(run.config, data, run.seed)(0)
+    return models.init_params(run.config, example, run.seed, data.max_atoms)
+
+
+def loss(name: str, run: Replicate, data: MoleculeData):
+    """`(params, batch) -> (loss, {})`, the standardised mean squared error. Jittable."""
+    return models.make_loss(run.config, data.max_atoms)
+
+
+def optimizer(run: Replicate):
+    """Adam with chemprop's schedule over the replicate's epochs."""
+    return models.optimizer(run.config, run.steps_per_epoch)
+
+
+def make_batch(name: str, run: Replicate, data: MoleculeData):
+    """`batch(update)`: the replicate's training batches, shuffled from its seed each epoch."""
+    return train_batches(run.config, data, run.seed)
+
+
+def predict_rows(
+    config, predict, params, data: MoleculeData, seed: int, rows, graphs=None, encodings=None
+):
     """Replicate `seed`'s predictions `[len(rows)]` in target units for the molecules at
-    positions `rows` of `graphs` (default: the data set's own)."""
-    graphs = data.graphs if graphs is None else graphs
+    positions `rows` of `graphs` (default: the data set's own, with its encodings; other
+    graphs with their `encodings` for model=gps)."""
+    if graphs is None:
+        graphs, encodings = data.graphs, data.positional
     mean, std = data.scaling(seed)
     reference = data.descriptor_reference[seed] if data.descriptor_reference else None
     outputs = [
-        np.asarray(predict(params, batch["graph"]))[: len(chunk)]
-        for chunk, batch in eval_batches(config, graphs, rows, reference)
+        np.asarray(predict(params, batch["graph"], batch.get("positional")))[: len(chunk)]
+        for chunk, batch in eval_batches(config, graphs, rows, reference, encodings)
     ]
     return np.concatenate(outputs) * std + mean
 
@@ -38,51 +93,14 @@ def errors(predictions: np.ndarray, targets: np.ndarray) -> dict[str, float]:
     }
 
 
-def initial_state(config: MoleculesConfig, data: MoleculeData, seed: int):
-    """Replicate `seed`'s untrained `TrainingState`, and its optimiser."""
-    per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)
-    tx = models.optimizer(config, per_epoch)
-    example = train_batches(config, data, seed)(0)
-    params = models.init_params(config, example, seed)
-    return training.TrainingState(params=params, opt_state=tx.init(params)), tx
-
-
-def train_replicate(config, data: MoleculeData, seed: int, run_dir, options):
-    """Train replicate `seed` for `config.epochs` epochs in `run_dir/checkpoints/seed<seed>`
-    (resuming), validating every epoch; the state with the lowest validation RMSE is kept as
-    its best. Raises `gnkit.train.TrainingStopped` after a stop request, once saved."""
-    name = replicate_name(seed)
-    per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)
-    state, tx = initial_state(config, data, seed)
-    checkpoints = run_dir.checkpoint_dir / name
-    state = training.resume_or(state, checkpoints)
-    predict = models.make_predict(config)
-    valid = data.splits[seed]["val"]
+def validate(name: str, run: Replicate, data: MoleculeData):
+    """`params -> metrics`: validation RMSE and MAE in target units, score minus the RMSE."""
+    predict = models.make_predict(run.config, data.max_atoms)
+    valid = data.splits[run.seed]["val"]
 
     def evaluate(params):
-        predictions = predict_rows(config, predict, params, data, seed, valid)
+        predictions = predict_rows(run.config, predict, params, data, run.seed, valid)
         metrics = errors(predictions, data.targets[valid])
         return {"val_rmse": metrics["rmse"], "val_mae": metrics["mae"], "score": -metrics["rmse"]}
 
-    if options.progress:
-        print(f"{name}: training from epoch {int(state.step) // per_epoch} of {config.epochs}")
-    return training.fit(
-        state,
-        models.make_train_step(config, tx),
-        train_batches(config, data, seed),
-        config.epochs * per_epoch,
-        examples_per_step=config.batch_size,
-        evaluate=evaluate,
-        eval_every_steps=per_epoch,
-        checkpoint_dir=checkpoints,
-        metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
-        log_every_steps=per_epoch,
-        progress=options.progress,
-        should_stop=options.should_stop,
-    )
-
-
-def trained_params(config, data: MoleculeData, seed: int, run_dir):
-    """Replicate `seed`'s best validated parameters (`UsageError` if it has no checkpoint)."""
-    template, _ = initial_state(config, data, seed)
-    return experiments.load_model_state(run_dir, replicate_name(seed), template)
+    return evaluate

@@ -1,4 +1,5 @@
-"""The molecules demo's verbs (`train`, `eval`, `predict`) and its entry point."""
+"""The molecules demo on the comparison runner: its `Comparison`, its verbs (`train`, `eval`,
+`predict`) and its entry point."""
 
 from __future__ import annotations
 
@@ -8,27 +9,53 @@ from collections.abc import Sequence
 import numpy as np
 
 from gnkit import chem, experiments
-from gnkit.demos.molecules import models
+from gnkit.demos.molecules import models, training
 from gnkit.demos.molecules.config import CONFIGS
-from gnkit.demos.molecules.data import load_data
+from gnkit.demos.molecules.data import load_data, positional_encodings
 from gnkit.demos.molecules.report import report
-from gnkit.demos.molecules.training import predict_rows, train_replicate, trained_params
+from gnkit.demos.molecules.training import predict_rows, replicate
+from gnkit.experiments import runner
 
 # `--data esol` is short for `--set data=esol`, and so on.
 SHORT_FLAGS = ("data", "split", "model", "seeds")
 
+# The runner's callables take each replicate's `training.Replicate` as their config; `train`
+# and `eval` below hand it over. `log_every` is capped at a replicate's epoch: one log a epoch.
+COMPARISON = runner.Comparison(
+    load_data=load_data,
+    init=training.init,
+    loss=training.loss,
+    optimizer=training.optimizer,
+    make_batch=training.make_batch,
+    validate=training.validate,
+    report=report,
+    examples_per_step=lambda run: run.config.batch_size,
+    log_every=2**62,
+)
+
+
+def trained_states(config, run_dir: experiments.RunDir, data) -> dict:
+    """`{"seed<s>": state}`: each replicate's best validated state (`UsageError` if one has
+    no checkpoint)."""
+    return {
+        name: runner.trained_state(COMPARISON, name, replicate(config, data, name), run_dir, data)
+        for name in config.models
+    }
+
 
 def train(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
-    """Train every replicate in turn (resuming), then test them all."""
+    """Train every replicate in turn with the runner (resuming), then test them all."""
     data = load_data(config, run_dir, options.progress)
-    for seed in config.replicate_seeds:
-        train_replicate(config, data, seed, run_dir, options)
-    return report(config, run_dir, options, data)
+    for name in config.models:
+        run = replicate(config, data, name)
+        runner.train_model(COMPARISON, name, run, data, run_dir, options)
+    return report(config, run_dir, options, trained_states(config, run_dir, data), data)
 
 
 def evaluate(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
     """Test the replicates of a finished run again."""
-    return report(config, run_dir, options, load_data(config, run_dir, options.progress))
+    data = load_data(config, run_dir, options.progress)
+    return report(config, run_dir, options, trained_states(config, run_dir, data), data)
 
 
 def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
@@ -39,12 +66,16 @@ def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -
     except chem.InvalidSmilesError as error:
         raise experiments.UsageError(f"--smiles: {error}".replace("row ", "string ")) from None
     data = load_data(config, run_dir, progress=False)
-    step = models.make_predict(config)
+    encodings = positional_encodings(config, graphs)
+    # The attention's slots do not change the parameters: room for the largest new molecule.
+    step = models.make_predict(config, max(data.max_atoms, int(graphs.n_node.max())))
     rows = np.arange(len(smiles))
+    states = trained_states(config, run_dir, data)
     per_seed = {}
-    for seed in config.replicate_seeds:
-        params = trained_params(config, data, seed, run_dir).params
-        per_seed[seed] = predict_rows(config, step, params, data, seed, rows, graphs)
+    for seed, name in zip(config.replicate_seeds, config.models, strict=True):
+        per_seed[seed] = predict_rows(
+            config, step, states[name].params, data, seed, rows, graphs, encodings
+        )
     stacked = np.stack(list(per_seed.values()))
     info = data.dataset.info
     print(f"{config.model} trained on {config.data}: {info.target} ({info.unit})")
@@ -70,7 +101,7 @@ def _predict_flags(parser: argparse.ArgumentParser) -> None:
 
 DEMO = experiments.Demo(
     "molecules",
-    "Molecular property regression (ESOL, FreeSolv, Lipophilicity): D-MPNN, GINE, GCN, GAT.",
+    "Molecular property regression (ESOL, FreeSolv, Lipophilicity): D-MPNN, GINE, GCN, GAT, GPS.",
     presets=CONFIGS,
     verbs=[
         experiments.Verb(
