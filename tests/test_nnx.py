@@ -287,18 +287,13 @@ def test_errors_name_the_problem():
                         in_edge_features=2, rngs=nnx.Rngs(0))
 
 
-# Modules of gnkit.nn without an NNX twin yet (listed in docs/guides/linen_or_nnx.md).
-WITHOUT_TWIN = {"DMPNN", "GINE", "GPS", "GPSLayer", "GraphMultiheadAttention", "HeteroConv",
-                "TypedGraphNetwork", "TypedRGCN"}
-
-
 def test_every_linen_module_has_a_twin_with_its_name():
     modules = {name for name in linen.__all__
                if isinstance(getattr(linen, name), type)
                and issubclass(getattr(linen, name), nn.Module)}
-    twins = {name for name in gx.__all__ if name not in ("Twin", "from_linen",
-                                                          "to_linen_variables")}
-    assert modules - WITHOUT_TWIN == twins
+    twins = {name for name in gx.__all__
+             if isinstance(getattr(gx, name), type) and name != "Twin"}
+    assert modules == twins
     for name in twins:
         assert issubclass(getattr(gx, name), gx.Twin)
         assert gx.twin._TWINS[getattr(linen, name)] is getattr(gx, name)

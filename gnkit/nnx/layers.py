@@ -1,4 +1,4 @@
-"""NNX twins of the layers in `gnkit.nn.layers`: GCN, GAT, GATv2, GraphSAGE and GIN.
+"""NNX twins of the layers in `gnkit.nn.layers`: GCN, GAT, GATv2, GraphSAGE, GIN and GINE.
 
 Each takes the input node width `in_features` and the linen twin's attributes; `__call__(graph)`
 returns the graph with new node features, as the linen twin does. See `gnkit.nn.layers` for the
@@ -101,3 +101,30 @@ class GIN(_NodeLayer, linen=layers.GIN):
     ):
         self._build(layers.GIN, dict(features=features, **options), rngs,
                     (sample_graph(nodes=in_features),))
+
+
+class GINE(_NodeLayer, linen=layers.GINE):
+    """GIN with edge features (`gnkit.nn.GINE`): nodes `[N, in_features] -> [N, features[-1]]`,
+    edges `[E, in_edge_features]`.
+
+    Args:
+      in_features: the input node width `F`.
+      features: the MLP's layer widths.
+      rngs: initialises the parameters.
+      in_edge_features: the edge width `D`; with `project_edges=None` (default) the edges are
+        projected to `F` (`"edge_projection"`) exactly when `D != F`.
+      **options: `gnkit.nn.GINE`'s other attributes (`epsilon`, `learn_epsilon`,
+        `project_edges`, ...).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        features: Sequence[int],
+        *,
+        rngs: nnx.Rngs,
+        in_edge_features: int,
+        **options,
+    ):
+        self._build(layers.GINE, dict(features=features, **options), rngs,
+                    (sample_graph(nodes=in_features, edges=in_edge_features),))

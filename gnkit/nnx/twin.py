@@ -23,9 +23,12 @@ A twin is declared with its linen class and builds that class from its arguments
             return self._apply(graph)
 
 `_build` initialises the linen module on a one-node sample of the given input sizes with a key
-from `rngs.params()`. An option that is itself a twin (an `LCMAggregation` as a `GraphNetwork`'s
-aggregator, an `RGCNEncoder` as a `KGEmbedding`'s encoder) stays an NNX submodule of that name,
-holding its own parameters, as in linen, where its parameters sit under the attribute's name.
+from `rngs.params()`. A linen module with batch norm also has a `batch_stats` collection, held as
+`nnx.BatchStat`; one with a training mode (dropout, batch statistics) has a `TrainingTwin`,
+which follows NNX's `model.train()` / `model.eval()` and feeds linen's `'dropout'` rng stream.
+An option that is itself a twin (an `LCMAggregation` as a `GraphNetwork`'s aggregator, an
+`RGCNEncoder` as a `KGEmbedding`'s encoder) stays an NNX submodule of that name, holding its own
+variables, as in linen, where its variables sit under the attribute's name.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import flax.core
+import flax.errors
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -48,6 +52,7 @@ from flax import nnx
 from gnkit.graph import GraphsTuple
 
 _TWINS: dict[type, type] = {}
+COLLECTIONS = ("params", "batch_stats")
 _ADOPTED: contextvars.ContextVar = contextvars.ContextVar("adopted", default=None)
 
 
@@ -65,12 +70,14 @@ def _shapes(tree: Any) -> Any:
 
 
 class Twin(nnx.Module):
-    """Base of the `gnkit.nnx` modules: an NNX module holding a `gnkit.nn` module's parameters.
+    """Base of the `gnkit.nnx` modules: an NNX module holding a `gnkit.nn` module's variables.
 
     Attributes:
       linen_module: the linen module whose `apply` computes this module's outputs (static).
       params: the linen `params` collection as a nested dict of `nnx.Param`, except the
         parameters of twin submodules, which those hold themselves.
+      batch_stats: the linen `batch_stats` collection as a nested dict of `nnx.BatchStat`;
+        only on modules that have one (batch norm in `GPSLayer` and `GPS`).
     """
 
     def __init_subclass__(cls, *, linen: type | None = None, **kwargs):
@@ -90,9 +97,11 @@ class Twin(nnx.Module):
         rngs: nnx.Rngs,
         sample: tuple,
         method: str | Callable | None = None,
+        sample_options: Mapping[str, Any] | None = None,
     ) -> None:
-        """Build `linen_class(**options)`, initialise it on `sample` (the arguments of `method`,
-        default `__call__`; compiled, as an eager init runs op by op) and hold its parameters."""
+        """Build `linen_class(**options)`, initialise it on `sample` and `sample_options` (the
+        positional and keyword arguments of `method`, default `__call__`; compiled, as an eager
+        init runs op by op) and hold its variables."""
         if not isinstance(rngs, nnx.Rngs):
             raise TypeError(
                 f"{type(self).__name__}: rngs must be an nnx.Rngs, got {type(rngs).__name__}"
@@ -103,41 +112,174 @@ class Twin(nnx.Module):
             for name, value in options.items()
         }
         module = linen_class(**attributes)
-        init = jax.jit(lambda key: module.init(key, *sample, method=method))
-        variables = init(rngs.params())
-        params = flax.core.unfreeze(variables.get("params", {}))
+        sample_options = dict(sample_options or {})
+        init = jax.jit(lambda key: module.init(key, *sample, method=method, **sample_options))
+        variables = flax.core.unfreeze(init(rngs.params()))
         for name, child in children.items():
-            expected = _shapes(params.pop(name, {}))
-            found = _shapes(child.linen_params())
+            found = _shapes(child.linen_variables())
+            expected = {collection: _shapes(variables.get(collection, {}).pop(name, {}))
+                        for collection in found}
             if expected != found:
                 raise ValueError(
                     f"{type(self).__name__}: the {type(child).__name__} given as {name!r} holds "
-                    f"parameters of shapes {found}, but here it needs {expected}; build it "
+                    f"variables of shapes {found}, but here it needs {expected}; build it "
                     "for this module's input sizes."
                 )
-        self._adopt(module, params, children)
+        self._adopt(module, variables, children)
 
-    def _adopt(self, module: nn.Module, params: dict, children: Mapping[str, Twin]) -> None:
+    def _adopt(self, module: nn.Module, variables: dict, children: Mapping[str, Twin]) -> None:
+        unknown = sorted(set(variables) - set(COLLECTIONS))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}: the linen module has variable collections {unknown}; "
+                f"a twin holds only {list(COLLECTIONS)}"
+            )
         self.linen_module = module
-        self.params = nnx.data(jax.tree.map(nnx.Param, params))
+        self.params = nnx.data(jax.tree.map(nnx.Param, variables.get("params", {})))
+        if variables.get("batch_stats"):
+            self.batch_stats = nnx.data(jax.tree.map(nnx.BatchStat, variables["batch_stats"]))
         for name, child in children.items():
             setattr(self, name, child)
         self.child_names = tuple(children)
 
+    def _collection(self, collection: str) -> dict:
+        """One linen collection of this module and its twin submodules (arrays, or tracers
+        inside a transform); `{}` when none of them holds it."""
+        tree = jax.tree.map(
+            lambda variable: variable.get_value(), getattr(self, collection, {}),
+            is_leaf=_is_variable,
+        )
+        for name in self.child_names:
+            child = getattr(self, name)._collection(collection)
+            if child:
+                tree[name] = child
+        return tree
+
     def linen_params(self) -> dict:
         """The linen `params` collection of this module and its twin submodules (arrays, or
         tracers inside a transform)."""
-        params = jax.tree.map(
-            lambda variable: variable.get_value(), self.params, is_leaf=_is_variable
-        )
-        for name in self.child_names:
-            params[name] = getattr(self, name).linen_params()
-        return params
+        return self._collection("params")
 
-    def _apply(self, *args, method: str | Callable | None = None, **kwargs) -> Any:
-        """The linen twin's `apply` with this module's parameters."""
-        variables = {"params": self.linen_params()}
-        return self.linen_module.apply(variables, *args, method=method, **kwargs)
+    def linen_variables(self) -> dict:
+        """The linen variables of this module and its twin submodules: `{"params": ...}`, and
+        `"batch_stats"` where a module holds batch statistics."""
+        variables = {collection: self._collection(collection) for collection in COLLECTIONS}
+        return {name: tree for name, tree in variables.items() if tree or name == "params"}
+
+    def _write_batch_stats(self, stats: Mapping[str, Any]) -> None:
+        """Set this module's and its submodules' `nnx.BatchStat` values to linen's `stats`."""
+        own = {name: tree for name, tree in stats.items() if name not in self.child_names}
+        jax.tree.map(lambda variable, value: variable.set_value(value),
+                     getattr(self, "batch_stats", {}), own, is_leaf=_is_variable)
+        for name in self.child_names:
+            if name in stats:
+                getattr(self, name)._write_batch_stats(stats[name])
+
+    def _apply(
+        self,
+        *args,
+        method: str | Callable | None = None,
+        training: bool = False,
+        rngs: nnx.Rngs | nnx.RngStream | jax.Array | None = None,
+        **kwargs,
+    ) -> Any:
+        """The linen twin's `apply` with this module's variables.
+
+        With `training`, as linen's `apply(..., rngs={"dropout": key}, mutable=["batch_stats"])`:
+        the `'dropout'` key comes from `rngs` (an `nnx.Rngs`, a stream or a key used as is) or
+        from the stream the module keeps (`rngs` attribute), and the updated batch statistics
+        are written to the `nnx.BatchStat` variables. The linen module's own training argument
+        (`train=`, `deterministic=`) is the caller's, among `kwargs`.
+        """
+        variables = self.linen_variables()
+        if not training:
+            return self.linen_module.apply(variables, *args, method=method, **kwargs)
+        key = _dropout_key(rngs if rngs is not None else getattr(self, "rngs", None))
+        mutable = [name for name in variables if name != "params"]
+        try:
+            outputs, updates = self.linen_module.apply(
+                variables, *args, method=method, mutable=mutable,
+                rngs=None if key is None else {"dropout": key}, **kwargs,
+            )
+        except flax.errors.InvalidRngError as error:
+            raise ValueError(
+                f"{type(self).__name__}: dropout in training mode needs rngs: pass rngs= (an "
+                "nnx.Rngs or a key) to the call, or build the module with rngs"
+            ) from error
+        self._write_batch_stats(updates.get("batch_stats", {}))
+        return outputs
+
+
+class TrainingTwin(Twin):
+    """A twin whose linen module has a training mode: dropout and batch statistics.
+
+    NNX's convention holds the mode on the module: `deterministic` (no dropout) and, on a module
+    with batch statistics, `use_running_average` (normalise by the running averages, leave them
+    unchanged). Both start True, the linen module's default (evaluation); `model.train()` sets
+    them False, `model.eval()` True, and `nnx.view(model, deterministic=..., ...)` gives a view
+    with them set. The linen module has one training argument for both, so the two must agree.
+    A module built with `rngs` keeps a dropout stream `rngs.dropout.fork()` (`rngs` attribute),
+    as `nnx.Dropout` does; one taken over by `from_linen` needs `rngs=` at a training call.
+    """
+
+    def _build(
+        self,
+        linen_class: type,
+        options: Mapping[str, Any],
+        rngs: nnx.Rngs,
+        sample: tuple,
+        *,
+        dropout: bool = False,
+        **sample_arguments,
+    ) -> None:
+        """`Twin._build`, then keep a dropout stream from `rngs` when `dropout`."""
+        super()._build(linen_class, options, rngs, sample, **sample_arguments)
+        if dropout:
+            self.rngs = rngs.dropout.fork()
+
+    def _adopt(self, *args) -> None:
+        super()._adopt(*args)
+        self.rngs = nnx.data(None)
+        self.deterministic = True
+        if hasattr(self, "batch_stats"):
+            self.use_running_average = True
+
+    def set_view(
+        self, deterministic: bool | None = None, use_running_average: bool | None = None
+    ) -> None:
+        """Set the mode, for `nnx.view`.
+
+        Args:
+          deterministic: False turns dropout on.
+          use_running_average: False normalises by the batch's statistics and updates the
+            running averages (only on a module with batch statistics).
+        """
+        if deterministic is not None:
+            self.deterministic = deterministic
+        if use_running_average is not None and hasattr(self, "batch_stats"):
+            self.use_running_average = use_running_average
+
+    def _training(self, deterministic: bool | None = None) -> bool:
+        """Whether to run the linen module in training mode: `not deterministic` when given,
+        else the module's mode."""
+        if deterministic is not None:
+            return not deterministic
+        if hasattr(self, "batch_stats") and self.use_running_average != self.deterministic:
+            raise ValueError(
+                f"{type(self).__name__}: deterministic={self.deterministic} with "
+                f"use_running_average={self.use_running_average}; the linen module switches "
+                "dropout and batch statistics together, so set both (model.train(), "
+                "model.eval())"
+            )
+        return not self.deterministic
+
+
+def _dropout_key(rngs: nnx.Rngs | nnx.RngStream | jax.Array | None) -> jax.Array | None:
+    if rngs is None or isinstance(rngs, jax.Array):
+        return rngs
+    if isinstance(rngs, nnx.Rngs):
+        return rngs.dropout()
+    return rngs()
 
 
 def _adoptable(init: Callable) -> Callable:
@@ -155,8 +297,8 @@ def _adoptable(init: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def _adopting(module: nn.Module, params: dict, children: dict) -> Iterator[None]:
-    token = _ADOPTED.set((module, params, children))
+def _adopting(module: nn.Module, variables: dict, children: dict) -> Iterator[None]:
+    token = _ADOPTED.set((module, variables, children))
     try:
         yield
     finally:
@@ -166,10 +308,10 @@ def _adopting(module: nn.Module, params: dict, children: dict) -> Iterator[None]
 def from_linen(module: nn.Module, variables: Mapping[str, Any]) -> Twin:
     """The `gnkit.nnx` twin of the `gnkit.nn` module `module`, holding the weights `variables`.
 
-    `variables` is what `module.init` returns (or a checkpoint of it): `{"params": ...}`. The
-    twin's outputs and gradients are the linen module's with those weights. Submodules given as
-    attributes (an aggregator, an encoder) become twin submodules. Host function; the arrays are
-    shared, not copied.
+    `variables` is what `module.init` returns (or a checkpoint of it): `{"params": ...}`, and
+    `"batch_stats"` for a module with batch norm. The twin's outputs and gradients are the linen
+    module's with those weights. Submodules given as attributes (an aggregator, an encoder)
+    become twin submodules. Host function; the arrays are shared, not copied.
 
     Raises a `TypeError` for a module that has no twin in `gnkit.nnx`.
     """
@@ -183,24 +325,26 @@ def from_linen(module: nn.Module, variables: Mapping[str, Any]) -> Twin:
         raise ValueError(
             f"from_linen: variables must hold a 'params' collection, got {sorted(variables)}"
         )
-    params = flax.core.unfreeze(variables["params"])
+    variables = flax.core.unfreeze(dict(variables))
     children = {}
     for field in dataclasses.fields(module):
         value = getattr(module, field.name, None)
         if field.name not in ("parent", "name") and isinstance(value, nn.Module):
-            children[field.name] = from_linen(value, {"params": params.pop(field.name, {})})
-    with _adopting(module, params, children):
+            own = {collection: tree.pop(field.name, {}) for collection, tree in variables.items()}
+            children[field.name] = from_linen(value, own)
+    with _adopting(module, variables, children):
         return twin_class()
 
 
 def to_linen_variables(module: Twin) -> dict:
-    """The linen variables `{"params": ...}` of an NNX twin, for its `linen_module`'s `apply`
-    (or a linen checkpoint). Host function; the arrays are shared, not copied."""
+    """The linen variables of an NNX twin, `{"params": ...}` and `"batch_stats"` where it holds
+    them, for its `linen_module`'s `apply` (or a linen checkpoint). Host function; the arrays
+    are shared, not copied."""
     if not isinstance(module, Twin):
         raise TypeError(
             f"to_linen_variables: expected a gnkit.nnx module, got {type(module).__name__}"
         )
-    return {"params": module.linen_params()}
+    return module.linen_variables()
 
 
 def sample_graph(
