@@ -101,7 +101,9 @@ class MoleculesConfig:
 
 
 CONFIGS = {
-    "default": MoleculesConfig(),
+    # gnkit's recipe: 100 epochs (chemprop's schedule stretched over them): on ESOL's random
+    # splits of seeds 0 and 1 the validation RMSE was lower than at 50 epochs.
+    "default": MoleculesConfig(epochs=100),
     # chemprop v2's default model and schedule, nothing added (the side-by-side comparison).
     "chemprop": MoleculesConfig(descriptors=False),
     # A first look in a few CPU-minutes: two replicates, 20 epochs.
