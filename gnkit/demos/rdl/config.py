@@ -7,7 +7,8 @@ from typing import Literal
 
 from gnkit.experiments import setting
 
-TaskName = Literal["player-churn", "player-allstar", "player-games"]
+TaskName = Literal["player-churn", "player-allstar", "player-games", "all"]
+ALL_TASKS = ("player-churn", "player-allstar", "player-games")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,11 +19,12 @@ class RDLConfig:
     each one's initialisation and batch order); the baselines are fitted in the report.
     """
 
-    task: TaskName = setting("player-churn", help="the entity task")
+    task: TaskName = setting("player-churn", help="the entity task, or all three")
     models: tuple[str, ...] = setting(("gnn0", "gnn1", "gnn2"), help="GNN replicates")
     hidden: int = setting(64, minimum=1, help="width of every table encoder and layer")
     layers: int = setting(3, minimum=1, help="typed GraphSAGE layers (and sampling hops)")
     fanout: int = setting(6, minimum=1, help="most recent rows per player and table sampled")
+    layer_norm: bool = setting(False, help="layer norm after each round")
     batch_size: int = setting(128, minimum=1, help="seeds per update")
     updates: int = setting(600, minimum=1, help="optimiser steps per replicate")
     learning_rate: float = setting(3e-3, minimum=0.0, help="Adam, warm-up then cosine decay")

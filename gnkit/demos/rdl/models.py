@@ -68,12 +68,13 @@ class RelationalGNN(nn.Module):
     categories: Sequence[tuple[str, Sequence[int]]]
     edge_sets: Sequence
     num_seeds: int
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, graph: TypedGraph, roots: Mapping[str, jax.Array]) -> jax.Array:
         seeds = graph.nodes[SEED_SET]
         num_seeds = self.num_seeds
-        slot_time = seeds.time[:num_seeds]
+        slot_time = jnp.asarray(seeds.time[:num_seeds])
         nodes = {}
         for name, node_set in graph.nodes.items():
             root = roots[name]
@@ -87,9 +88,12 @@ class RelationalGNN(nn.Module):
         for layer in range(self.layers):
             sage = {module_name(key, keys): GraphSAGE(self.hidden, parent=None) for key in keys}
             graph = HeteroConv(sage, name=f"layer_{layer}")(graph)
-            graph = graph._replace(nodes={
-                name: node_set._replace(features=nn.relu(node_set.features))
-                for name, node_set in graph.nodes.items()
-            })
+            updated = {}
+            for name, node_set in graph.nodes.items():
+                features = node_set.features
+                if self.layer_norm:
+                    features = nn.LayerNorm(name=f"norm_{layer}_{name}")(features)
+                updated[name] = node_set._replace(features=nn.relu(features))
+            graph = graph._replace(nodes=updated)
         readout = graph.nodes[SEED_SET].features[:num_seeds]
         return MLP((self.hidden, 1), name="head")(readout)[:, 0]

@@ -77,3 +77,23 @@ def format_table(results: dict[str, Any]) -> str:
         lines.append(f"{name:<18}" + "".join(f"{entry[split][metric]:>26.4f}"
                                              for split in SPLITS for metric in metrics))
     return "\n".join(lines)
+
+
+def format_summary(results: dict[str, Any]) -> str:
+    """Every task of a `task=all` run as one table: a row per task and split, its main metric
+    (AUROC, or MAE) for the GNN (mean +- std) and each baseline. Host."""
+    tasks = results["tasks"]
+    baselines = list(dict.fromkeys(name for task in tasks.values() for name in task["baselines"]))
+    header = f"{'task':<16}{'metric':>8}{'split':>7}{'GNN':>17}" + "".join(
+        f"{name:>17}" for name in baselines)
+    lines = [header]
+    for task, entry in tasks.items():
+        metric = "auroc" if entry["kind"] == "binary" else "mae"
+        for split in SPLITS:
+            gnn = entry["gnn"][split][metric]
+            cells = [f"{gnn['mean']:.4f} ± {gnn['std']:.3f}".rjust(17)]
+            for name in baselines:
+                value = entry["baselines"].get(name, {}).get(split, {}).get(metric)
+                cells.append(f"{'-' if value is None else f'{value:.4f}':>17}")
+            lines.append(f"{task:<16}{metric:>8}{split:>7}" + "".join(cells))
+    return "\n".join(lines)

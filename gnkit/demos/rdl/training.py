@@ -21,7 +21,18 @@ def build_model(config: RDLConfig, data: RDLData) -> RelationalGNN:
     """The GNN for `data`'s tables and sampled edge sets."""
     categories = tuple((name, tuple(sizes)) for name, sizes in data.database.categories.items())
     return RelationalGNN(config.hidden, config.layers, categories, tuple(data.edge_sets),
-                         config.batch_size)
+                         config.batch_size, config.layer_norm)
+
+
+def target_scale(data: RDLData) -> tuple[float, float]:
+    """`(shift, scale)`: a regression's predictions are `shift + scale * head`, with the training
+    labels' median and their mean absolute deviation from it, so the head learns labels of
+    about unit size; `(0, 1)` (the logits themselves) for a binary task."""
+    if data.task.kind == "binary":
+        return 0.0, 1.0
+    labels = data.tables["train"].label.astype(np.float64)
+    median = float(np.median(labels))
+    return median, float(max(np.mean(np.abs(labels - median)), 1e-6))
 
 
 def init(name: str, config: RDLConfig, data: RDLData):
@@ -36,9 +47,10 @@ def loss(name: str, config: RDLConfig, data: RDLData):
     (binary tasks) or their absolute error (regression), masked to real seeds. Jittable."""
     model = build_model(config, data)
     binary = data.task.kind == "binary"
+    shift, scale = target_scale(data)
 
     def loss_fn(params, batch):
-        scores = model.apply(params, batch["graph"], batch["roots"])
+        scores = shift + scale * model.apply(params, batch["graph"], batch["roots"])
         labels, mask = batch["labels"], batch["mask"].astype(jnp.float32)
         if binary:
             errors = optax.sigmoid_binary_cross_entropy(scores, labels)
@@ -78,7 +90,8 @@ def predictions(config: RDLConfig, data: RDLData, params, batches: list[dict]) -
     for batch in batches:
         scores = np.asarray(predict(params, batch["graph"], batch["roots"]))[batch["mask"]]
         outputs.append(scores)
-    scores = np.concatenate(outputs)
+    shift, scale = target_scale(data)
+    scores = shift + scale * np.concatenate(outputs)
     return 1 / (1 + np.exp(-scores)) if data.task.kind == "binary" else scores
 
 
