@@ -36,7 +36,7 @@ DEMOS = {
     ),
     "clevr": ("gnkit.demos.clevr", "CLEVR from state descriptions: a relation network"),
     "molecules": ("gnkit.demos.molecules", "molecular properties: D-MPNN, GINE beside chemprop"),
-    "wordnet": ("gnkit.demos.wordnet", "WordNet: sampled GraphSAGE, GCN, MLP, label propagation"),
+    "wordnet": ("gnkit.demos.wordnet", "WordNet: GraphSAGE, GCN, R-GCN, MLP; hypernym prediction"),
     "typed-nodes": ("gnkit.demos.typed_nodes", "UMLS typed nodes: R-GCN, to_hetero vs GCN twin"),
     "rdl": ("gnkit.demos.rdl", "the Lahman database: a temporal typed GNN against LightGBM"),
 }

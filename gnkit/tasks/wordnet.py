@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gnkit.graph import GraphsTuple
+from gnkit.typed_graph import Context, EdgeSet, EdgeSetKey, NodeSet, TypedGraph
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "wordnet" / "wordnet.npz.xz"
 LICENSE_FILE = DATA_FILE.with_name("LICENSE")
@@ -41,6 +42,16 @@ POINTERS = (
     ";u", "-u", "!", "&", "<", "\\", "*", ">", "^", "$",
 )
 TAXONOMY_POINTERS = ("@", "@i", "~", "~i")
+# The edge sets of the typed graph: pointer symbols grouped by what they relate. Hypernyms and
+# hyponyms keep their direction; meronymy and domains hold both directions of their pairs.
+EDGE_SETS = {
+    "hypernym": ("@", "@i"),
+    "hyponym": ("~", "~i"),
+    "derivation": ("+",),
+    "meronymy": ("#m", "#s", "#p", "%m", "%s", "%p"),
+    "domain": (";c", "-c", ";r", "-r", ";u", "-u"),
+    "lexical": ("=", "!", "&", "<", "\\", "*", ">", "^", "$"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +139,22 @@ def to_graph(wordnet: WordNet, nodes: np.ndarray | None, keep: np.ndarray | None
     )
 
 
+def to_typed_graph(wordnet: WordNet, nodes: np.ndarray, keep: np.ndarray | None = None):
+    """The pointers (those where `keep` `[E]` is True) as a `gnkit.TypedGraph`: one node set
+    `"synset"` with features `nodes` `[N, F]`, one edge set per group of `EDGE_SETS` that has a
+    kept pointer (named by the group, `("synset", "synset")`)."""
+    keep = np.ones(wordnet.num_edges, bool) if keep is None else np.asarray(keep, bool)
+    edges = {}
+    for name, symbols in EDGE_SETS.items():
+        inside = keep & pointer_mask(wordnet, symbols)
+        if inside.any():
+            edges[EdgeSetKey(name, ("synset", "synset"))] = EdgeSet(
+                np.array([int(inside.sum())], np.int32), wordnet.senders[inside].astype(np.int32),
+                wordnet.receivers[inside].astype(np.int32))
+    nodes_set = NodeSet(np.array([wordnet.num_nodes], np.int32), nodes)
+    return TypedGraph(Context(np.ones(1, np.int32)), {"synset": nodes_set}, edges)
+
+
 def node_split(
     num_nodes: int, seed: int = 0, valid: float = 0.1, test: float = 0.1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,3 +199,52 @@ def hypernym_split(
     pair = low * n + np.maximum(wordnet.senders, wordnet.receivers)
     kept = ~np.isin(pair, pair[valid | test])
     return kept, valid, test
+
+
+def known_targets(wordnet: WordNet, symbol: str = "@") -> tuple[np.ndarray, np.ndarray]:
+    """Every pointer `symbol` as CSR rows by sender: `(indptr [N + 1], targets)`, each row's
+    targets sorted. The filter of `filtered_ranks`."""
+    inside = wordnet.pointer == POINTERS.index(symbol)
+    order = np.lexsort((wordnet.receivers[inside], wordnet.senders[inside]))
+    counts = np.bincount(wordnet.senders[inside], minlength=wordnet.num_nodes)
+    return np.concatenate([[0], np.cumsum(counts)]), wordnet.receivers[inside][order]
+
+
+def filtered_ranks(scores, sources, targets, known) -> np.ndarray:
+    """The filtered rank of each `targets[i]` among all nodes for query `sources[i]`. Host NumPy.
+
+    Candidates are every node but the source itself and the source's other known targets
+    (`known`, what `known_targets` returns). A candidate scoring above the target counts one, one
+    scoring the same counts a half (the mean of the optimistic and pessimistic ranks), so a
+    score that ties everything ranks in the middle.
+
+    Args:
+      scores: `sources [c] -> float [c, N]`, the score of every node for a chunk of queries.
+      sources: int `[P]`, the query nodes.
+      targets: int `[P]`, the node to rank for each query.
+      known: `(indptr [N + 1], targets)`, each node's known targets.
+
+    Returns:
+      float `[P]`, ranks from 1.
+    """
+    sources, targets = np.asarray(sources, np.int64), np.asarray(targets, np.int64)
+    indptr, known_targets_ = known
+    ranks = np.empty(sources.size)
+    for start in range(0, sources.size, 256):
+        rows, answers = sources[start : start + 256], targets[start : start + 256]
+        block = np.array(scores(rows), np.float64)
+        for row, (source, target) in enumerate(zip(rows, answers, strict=True)):
+            others = known_targets_[indptr[source] : indptr[source + 1]]
+            others = np.append(others[others != target], source)
+            target_score = block[row, target]
+            block[row, others] = np.nan
+            greater = np.sum(block[row] > target_score)
+            ties = np.sum(block[row] == target_score) - 1
+            ranks[start + row] = 1 + greater + ties / 2
+    return ranks
+
+
+def ranking_metrics(ranks) -> dict[str, float]:
+    """`{"mrr", "hits_at_10"}`: the mean reciprocal rank and the share of ranks `<= 10`."""
+    ranks = np.asarray(ranks, np.float64)
+    return {"mrr": float(np.mean(1.0 / ranks)), "hits_at_10": float(np.mean(ranks <= 10))}

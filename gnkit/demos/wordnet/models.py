@@ -1,5 +1,18 @@
-"""The WordNet demo's models: GraphSAGE and GCN over the pointers, an MLP on the gloss features,
-label propagation, and a GraphSAGE encoder scoring node pairs by dot product. Jittable."""
+"""The WordNet demo's models; each maps its batch's `"graph"` to per-node outputs. Jittable.
+
+- `sage`: two GraphSAGE layers (mean aggregator, root weight), on a sampled subgraph in
+  training and on the whole graph in tests.
+- `gcn`: two GCN layers (PyG's normalisation, self-edges added), full batch.
+- `rgcn`: two `gnkit.nn.TypedRGCN` layers over the pointer groups of the typed graph (a weight
+  per edge set, a mean over each set's edges, a self-loop weight), full batch.
+- `mlp`: an MLP on the gloss features alone, ignoring the pointers.
+- `LinkPredictor`: a GraphSAGE encoder and an asymmetric score of a (synset, hypernym) pair,
+  `q_s . k_d + b_d`: a hypernym is not its hyponym's sibling, which a symmetric dot product
+  of one embedding would score as high as the pair.
+
+ReLU between the two layers of every model. Label propagation (`label_propagation`) has no
+parameters.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +22,12 @@ import jax.numpy as jnp
 
 from gnkit import segment
 from gnkit.graph import GraphsTuple
-from gnkit.nn import GCN, MLP, GraphSAGE
+from gnkit.nn import GCN, MLP, GraphSAGE, TypedRGCN
+from gnkit.typed_graph import TypedGraph
 
 
 class SAGE(nn.Module):
-    """Two GraphSAGE layers (mean aggregator, root weight), ReLU between: nodes `[N, F] ->
-    [N, outputs]`. Runs on a sampled subgraph in training and on the whole graph in tests."""
+    """Two GraphSAGE layers: nodes `[N, F] -> [N, outputs]`."""
 
     hidden: int
     outputs: int
@@ -27,7 +40,7 @@ class SAGE(nn.Module):
 
 
 class TwoLayerGCN(nn.Module):
-    """Two GCN layers (PyG's normalisation, self-edges added), ReLU between. Full-batch."""
+    """Two GCN layers: nodes `[N, F] -> [N, outputs]`."""
 
     hidden: int
     outputs: int
@@ -39,8 +52,24 @@ class TwoLayerGCN(nn.Module):
         return GCN(self.outputs)(graph).nodes
 
 
+class TwoLayerRGCN(nn.Module):
+    """Two R-GCN layers over the edge sets of a one-node-set `TypedGraph` (`"synset"`):
+    `[N, F] -> [N, outputs]`."""
+
+    hidden: int
+    outputs: int
+
+    @nn.compact
+    def __call__(self, graph: TypedGraph) -> jax.Array:
+        graph = TypedRGCN(self.hidden)(graph)
+        synsets = graph.nodes["synset"]
+        graph = graph._replace(nodes={"synset": synsets._replace(
+            features=nn.relu(synsets.features))})
+        return TypedRGCN(self.outputs)(graph).nodes["synset"].features
+
+
 class GlossMLP(nn.Module):
-    """An MLP on the gloss features alone, ignoring the pointers: `[N, F] -> [N, outputs]`."""
+    """An MLP on the gloss features alone: `[N, F] -> [N, outputs]`."""
 
     hidden: int
     outputs: int
@@ -50,9 +79,32 @@ class GlossMLP(nn.Module):
         return MLP((self.hidden, self.hidden, self.outputs))(graph.nodes)
 
 
-def classifier(name: str, hidden: int, classes: int) -> nn.Module:
-    """The node classifier called `name` ('sage', 'gcn' or 'mlp')."""
-    return {"sage": SAGE, "gcn": TwoLayerGCN, "mlp": GlossMLP}[name](hidden, classes)
+def classifier(model_family: str, hidden: int, classes: int) -> nn.Module:
+    """The node classifier of `model_family` ('sage', 'gcn', 'rgcn' or 'mlp')."""
+    modules = {"sage": SAGE, "gcn": TwoLayerGCN, "rgcn": TwoLayerRGCN, "mlp": GlossMLP}
+    return modules[model_family](hidden, classes)
+
+
+class LinkPredictor(nn.Module):
+    """A GraphSAGE encoder `h` and three heads: queries `q = W_q h`, keys `k = W_k h`
+    `[N, hidden]` and a bias `b = w_b . h` `[N]`; pair `(s, d)` scores `q_s . k_d + b_d`."""
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, graph: GraphsTuple) -> tuple[jax.Array, jax.Array, jax.Array]:
+        embeddings = nn.relu(SAGE(self.hidden, self.hidden, name="encoder")(graph))
+        return (nn.Dense(self.hidden, name="query")(embeddings),
+                nn.Dense(self.hidden, name="key")(embeddings),
+                nn.Dense(1, name="bias")(embeddings)[:, 0])
+
+
+def pair_scores(heads: tuple[jax.Array, jax.Array, jax.Array], pairs: jax.Array) -> jax.Array:
+    """`q_s . k_d + b_d` `[P]` of each pair `(s, d)` of rows `pairs` `[P, 2]`, from the
+    `LinkPredictor`'s heads `(q, k, b)`."""
+    queries, keys, bias = heads
+    sources, targets = pairs[:, 0], pairs[:, 1]
+    return jnp.sum(queries[sources] * keys[targets], axis=-1) + bias[targets]
 
 
 def label_propagation(
@@ -82,8 +134,3 @@ def label_propagation(
 
     scores, _ = jax.lax.scan(step, seed_labels, None, length=steps)
     return scores
-
-
-def pair_scores(embeddings: jax.Array, pairs: jax.Array) -> jax.Array:
-    """Dot products `[P]` of the embeddings `[N, D]` of each pair's two rows `pairs` `[P, 2]`."""
-    return jnp.sum(embeddings[pairs[:, 0]] * embeddings[pairs[:, 1]], axis=-1)
