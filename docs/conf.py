@@ -17,6 +17,7 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "myst_parser",
@@ -44,7 +45,9 @@ napoleon_use_ivar = True
 # Attribute types come from the annotations in the signature; the text says the rest.
 napoleon_attr_annotations = False
 
-myst_enable_extensions = ["colon_fence", "deflist"]
+# Formulas: `:math:` in docstrings, `$...$` in the guides, set by MathJax in the reader's browser
+# (the build itself needs no network).
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
 myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"

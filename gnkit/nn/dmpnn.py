@@ -23,6 +23,19 @@ class DMPNN(nn.Module):
     `[N, Fv]`, edges `[E, Fe]`) and optionally `reverse_edges` `[E]` (default: edge pairs
     `2k`, `2k + 1`, the `gnkit.chem` layout); returns the graph with `nodes` `[N, H]` and
     `edges` `[E, H]`. Jittable.
+
+    Example:
+        Two bonds stored as edge pairs (`0 -> 1`, `1 -> 0`, `2 -> 3`, `3 -> 2`), atoms `[4, 5]`,
+        bonds `[4, 3]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2, 3], [1, 0, 3, 2], n_node=4,
+        ...                           nodes=jnp.ones((4, 5)), edges=jnp.ones((4, 3)))
+        >>> model = gn.nn.DMPNN(hidden_size=8)
+        >>> out = model.apply(model.init(jax.random.key(0), graph), graph)
+        >>> out.nodes.shape, out.edges.shape
+        ((4, 8), (4, 8))
     """
 
     hidden_size: int = 300

@@ -35,31 +35,47 @@ _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_a
 
 
 class GCN(nn.Module):
-    """Graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A' + I) D^-1/2 x W + b`.
+    r"""Graph convolution (Kipf & Welling 2017).
 
-    By default as PyTorch Geometric's `GCNConv`: `A'` is the adjacency (`A'[i, j]` edges
-    `j -> i`) with the graph's own self-edges left out, so with `add_self_edges` every node counts
-    itself exactly once, and `D` is the in-degree of `A' + I` (the receiver-side count), used at
-    both ends also on directed graphs; a node of in-degree 0 has scale 0.
-    `convention='jraph'` gives jraph's `GraphConvolution` instead (`D_in^-1/2 (A + I) D_out^-1/2`,
-    `I` added on top of existing self-edges); see `gnkit.convolutions.gcn`.
+    .. math:: x' = D^{-1/2} (A' + I) D^{-1/2} x W + b
 
-    `W` is a Dense kernel without bias (`"linear"`, PyG's `lin.weight.T`); the bias (`"bias"`) is
-    added after the neighbourhood sum. The options are those of `gnkit.convolutions.gcn`; as `W`
-    is linear, the order of `project_first` is exact either way (fewer columns along the edges is
-    the only difference). Nodes `[N, F] -> [N, features]`. Jittable.
+    By default as PyTorch Geometric's `GCNConv`: :math:`A'` is the adjacency (:math:`A'_{ij}`
+    counts the edges :math:`j \to i`) with the graph's own self-edges left out, so with
+    `add_self_edges` every node counts itself exactly once, and :math:`D` is the in-degree of
+    :math:`A' + I` (the receiver-side count), used at both ends also on directed graphs; a node of
+    in-degree 0 has scale 0.
+    `convention='jraph'` gives jraph's `GraphConvolution` instead
+    (:math:`D_\mathrm{in}^{-1/2} (A + I) D_\mathrm{out}^{-1/2}`, :math:`I` added on top of
+    existing self-edges); see `gnkit.convolutions.gcn`.
+
+    :math:`W` is a Dense kernel without bias (`"linear"`, PyG's `lin.weight.T`); the bias
+    :math:`b` (`"bias"`) is added after the neighbourhood sum. The options are those of
+    `gnkit.convolutions.gcn`; as :math:`W` is linear, the order of `project_first` is exact
+    either way (fewer columns along the edges is the only difference). Nodes
+    `[N, F] -> [N, features]`. Jittable.
 
     Attributes:
       features: output width.
-      add_self_edges: every node also counts itself once (the `I` of `A' + I`).
+      add_self_edges: every node also counts itself once (the :math:`I` of :math:`A' + I`).
       symmetric_normalization: scale by the degrees; False gives the plain sum.
       convention: `'pyg'` (default, `GCNConv`) or `'jraph'` (`GraphConvolution`).
-      use_bias: add the bias `b` (`"bias"`) after the neighbourhood sum.
-      project_first: apply `W` before the sum (True) or after (False); None picks by width: `W`
-        first when it narrows (`F > features`), else the sum first.
+      use_bias: add the bias :math:`b` (`"bias"`) after the neighbourhood sum.
+      project_first: apply :math:`W` before the sum (True) or after (False); None picks by
+        width: :math:`W` first when it narrows (`F > features`), else the sum first.
       aggregator: None for the chunked neighbour sum; a segment sum such as
         `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)))
+        >>> model = gn.nn.GCN(features=8)
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 8)
     """
 
     features: int
@@ -97,12 +113,13 @@ def _bias_width(features: int, num_heads: int, combine_heads: str) -> int:
 
 
 class GAT(nn.Module):
-    """Graph attention (Velickovic et al. 2018) with `num_heads` heads of `features` each.
+    r"""Graph attention (Velickovic et al. 2018) with `num_heads` heads of `features` each.
 
-    `z = x W` (`"linear"`, no bias) is split into heads; edge `j -> i` scores
-    `LeakyReLU(a_s . z_j + a_r . z_i)` per head (`sender_attention`, `receiver_attention`
-    `[H, features]`), a softmax over the edges into `i` weights `z_j`. Heads are concatenated
-    or averaged, then the bias is added. See `gnkit.attention.gat`. Jittable.
+    :math:`z = x W` (`"linear"`, no bias) is split into heads; edge :math:`j \to i` scores
+    :math:`\mathrm{LeakyReLU}(a_s \cdot z_j + a_r \cdot z_i)` per head (`sender_attention`,
+    `receiver_attention` `[H, features]`), a softmax over the edges into :math:`i` weights
+    :math:`z_j`. Heads are concatenated or averaged, then the bias is added. See
+    `gnkit.attention.gat`. Jittable.
 
     As PyTorch Geometric's `GATConv` (no edge features, no dropout, no residual): `linear` kernel
     is `lin.weight.T`, `sender_attention` is `att_src[0]`, `receiver_attention` is `att_dst[0]`,
@@ -120,6 +137,17 @@ class GAT(nn.Module):
       aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
         `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)))
+        >>> model = gn.nn.GAT(features=8, num_heads=2)
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 16)
     """
 
     features: int
@@ -162,13 +190,14 @@ class GAT(nn.Module):
 
 
 class GATv2(nn.Module):
-    """GATv2 (Brody et al. 2022): attention scored after the nonlinearity.
+    r"""GATv2 (Brody et al. 2022): attention scored after the nonlinearity.
 
-    With `s = x W_s + b_s` (`"source"`) and `t = x W_t + b_t` (`"target"`, or `s` itself when
-    `share_weights`), split into `H` heads, edge `j -> i` scores `a . LeakyReLU(s_j + t_i)` per
-    head (`attention` `[H, features]`); a softmax over the edges into `i` weights `s_j`, and
-    `x'_i = sum_j w_ij s_j`. Heads are concatenated or averaged, then the bias is added. Self-edges
-    are handled as in `GAT`. Jittable.
+    With :math:`s = x W_s + b_s` (`"source"`) and :math:`t = x W_t + b_t` (`"target"`, or
+    :math:`s` itself when `share_weights`), split into `H` heads, edge :math:`j \to i` scores
+    :math:`a \cdot \mathrm{LeakyReLU}(s_j + t_i)` per head (`attention` `[H, features]`); a
+    softmax over the edges into :math:`i` gives the weights :math:`w_{ij}`, and
+    :math:`x'_i = \sum_j w_{ij} s_j`. Heads are concatenated or averaged, then the bias is added.
+    Self-edges are handled as in `GAT`. Jittable.
 
     As PyTorch Geometric's `GATv2Conv` (no edge features, no dropout, no residual): `source` is
     `lin_l` (kernel `weight.T`), `target` is `lin_r`, `attention` is `att[0]`,
@@ -187,6 +216,17 @@ class GATv2(nn.Module):
       aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
         `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)))
+        >>> model = gn.nn.GATv2(features=8, num_heads=2, combine_heads="mean")
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 8)
     """
 
     features: int
@@ -227,21 +267,35 @@ class GATv2(nn.Module):
 
 
 class GraphSAGE(nn.Module):
-    """GraphSAGE (Hamilton et al. 2017): `x'_i = W_n agg_j(p(x_j)) + b + W_r x_i`.
+    r"""GraphSAGE (Hamilton et al. 2017).
 
-    `agg` runs over the senders of `i`'s incoming edges. `W_n` (`"neighbors"`, with the bias) and
-    `W_r` (`"root"`, no bias) are Dense kernels. As PyTorch Geometric's `SAGEConv`. Nodes
+    .. math:: x'_i = W_n \operatorname{agg}_j p(x_j) + b + W_r x_i
+
+    :math:`\operatorname{agg}` runs over the senders :math:`j` of :math:`i`'s incoming edges.
+    :math:`W_n` (`"neighbors"`, with the bias :math:`b`) and :math:`W_r` (`"root"`, no bias) are
+    Dense kernels. As PyTorch Geometric's `SAGEConv`. Nodes
     `[N, F] -> [N, features]`. Jittable.
 
     Attributes:
       features: output width.
-      aggregator: `agg`: `'mean'` by default, any gnkit aggregator; 0 for a node without
-        neighbours.
-      project: `p = relu(Dense(F))` (`"project"`) instead of the identity (the paper's pooling
-        aggregator with `aggregator='max'`).
-      root_weight: add `W_r x_i`; False leaves it out.
+      aggregator: :math:`\operatorname{agg}`: `'mean'` by default, any gnkit aggregator; 0 for a
+        node without neighbours.
+      project: :math:`p = \mathrm{ReLU}(\mathrm{Dense}(F))` (`"project"`) instead of the
+        identity (the paper's pooling aggregator with `aggregator='max'`).
+      root_weight: add :math:`W_r x_i`; False leaves it out.
       normalize: scale each output row to unit L2 norm.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)))
+        >>> model = gn.nn.GraphSAGE(features=8)
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 8)
     """
 
     features: int
@@ -278,18 +332,32 @@ class GraphSAGE(nn.Module):
 
 
 class GIN(nn.Module):
-    """Graph isomorphism layer (Xu et al. 2019): `x'_i = MLP((1 + eps) x_i + sum_j x_j)`.
+    r"""Graph isomorphism layer (Xu et al. 2019).
+
+    .. math:: x'_i = \mathrm{MLP}\Big((1 + \epsilon)\, x_i + \sum_j x_j\Big)
 
     See `gnkit.convolutions.gin`. Nodes `[N, F] -> [N, features[-1]]`. Jittable.
 
     Attributes:
       features: the MLP's layer widths (`"mlp"`), e.g. `(64, 64)`.
       activation: between the MLP's layers (none after the last).
-      epsilon: `eps`, or the initial value of the parameter `"epsilon"` when `learn_epsilon`.
-      learn_epsilon: make `eps` a learned scalar (GIN-eps).
+      epsilon: :math:`\epsilon`, or the initial value of the parameter `"epsilon"` when
+        `learn_epsilon`.
+      learn_epsilon: make :math:`\epsilon` a learned scalar (GIN-eps).
       aggregator: None for the chunked neighbour sum; a segment sum such as
         `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)))
+        >>> model = gn.nn.GIN(features=(16, 8))
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 8)
     """
 
     features: Sequence[int]
@@ -314,9 +382,11 @@ class GIN(nn.Module):
 
 
 class GINE(nn.Module):
-    """GIN with edge features (Hu et al. 2020): `MLP((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
+    r"""GIN with edge features (Hu et al. 2020).
 
-    `e_ji` is the edge's feature row; see `gnkit.convolutions.gine`. Nodes
+    .. math:: x'_i = \mathrm{MLP}\Big((1 + \epsilon)\, x_i + \sum_j \mathrm{ReLU}(x_j + e_{ji})\Big)
+
+    :math:`e_{ji}` is the edge's feature row; see `gnkit.convolutions.gine`. Nodes
     `[N, F] -> [N, features[-1]]`, edges `[E, D]`. Jittable.
 
     As PyTorch Geometric's `GINEConv` with an MLP `nn`: `project_edges=True` is `edge_dim` set
@@ -325,13 +395,26 @@ class GINE(nn.Module):
     Attributes:
       features: the MLP's layer widths (`"mlp"`), as in `GIN`.
       activation: between the MLP's layers (none after the last).
-      epsilon: `eps`, or the initial value of the parameter `"epsilon"` when `learn_epsilon`.
-      learn_epsilon: make `eps` a learned scalar.
-      project_edges: project `e_ji` to the node width by a Dense (`"edge_projection"`, with bias);
-        None (default) projects only when the edge and node widths differ.
+      epsilon: :math:`\epsilon`, or the initial value of the parameter `"epsilon"` when
+        `learn_epsilon`.
+      learn_epsilon: make :math:`\epsilon` a learned scalar.
+      project_edges: project :math:`e_{ji}` to the node width by a Dense (`"edge_projection"`,
+        with bias); None (default) projects only when the edge and node widths differ.
       aggregator: the segment sum of the messages (name or `Aggregator`), e.g.
         `gnkit.parallel.sharded_aggregator('sum')` for edge sharding.
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
+
+    Example:
+        On a three-node cycle, node features `[3, 4]` and edge features `[3, 2]`:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.from_edge_list([0, 1, 2], [1, 2, 0], n_node=3, nodes=jnp.ones((3, 4)),
+        ...                           edges=jnp.ones((3, 2)))
+        >>> model = gn.nn.GINE(features=(16, 8))
+        >>> params = model.init(jax.random.key(0), graph)
+        >>> model.apply(params, graph).nodes.shape
+        (3, 8)
     """
 
     features: Sequence[int]

@@ -16,11 +16,12 @@ from gnkit.aggregators import tree_reduce
 
 
 class LCMAggregation(nn.Module):
-    """Learnable commutative monoid aggregation (Ong and Velickovic 2022).
+    r"""Learnable commutative monoid aggregation (Ong and Velickovic 2022).
 
-    `op(a, b) = (GRU(input=a, hidden=b) + GRU(input=b, hidden=a)) / 2` is commutative by
-    construction; `tree_reduce` applies it over each segment in a tree of depth
-    `ceil(log2(max_degree))`. Called as an `Aggregator`: `[E, F_in]` -> `[S, features]`, jittable.
+    :math:`\mathrm{op}(a, b) = \tfrac12 (\mathrm{GRU}(a, b) + \mathrm{GRU}(b, a))` (input,
+    hidden) is commutative by construction; `tree_reduce` applies it over each segment in a tree
+    of depth :math:`\lceil \log_2 \mathrm{max\_degree} \rceil`. Called as an `Aggregator`:
+    `[E, F_in]` -> `[S, features]`, jittable.
 
     Attributes:
       features: output size (PyG's `out_channels`), also the GRU's hidden size.
@@ -43,6 +44,17 @@ class LCMAggregation(nn.Module):
 
     As in PyG, the tree follows the elements' order, so the whole aggregation is not permutation
     invariant beyond two elements (only each combine step is).
+
+    Example:
+        Five rows `[5, 4]` aggregated into two segments:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> aggregate = gn.nn.LCMAggregation(features=4, max_degree=4)
+        >>> data, segment_ids = jnp.ones((5, 4)), jnp.array([0, 0, 1, 1, 1])
+        >>> params = aggregate.init(jax.random.key(0), data, segment_ids, 2)
+        >>> aggregate.apply(params, data, segment_ids, 2).shape
+        (2, 4)
     """
 
     features: int

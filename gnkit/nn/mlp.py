@@ -21,6 +21,16 @@ class MLP(nn.Module):
         `deterministic=False` is passed and a `'dropout'` rng is given.
 
     Input `[..., F_in]`, output `[..., features[-1]]`. Jittable.
+
+    Example:
+        Two rows of four features:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> model = gn.nn.MLP(features=(16, 3))
+        >>> params = model.init(jax.random.key(0), jnp.ones((2, 4)))
+        >>> model.apply(params, jnp.ones((2, 4))).shape
+        (2, 3)
     """
 
     features: Sequence[int]

@@ -51,6 +51,16 @@ class RelationNetwork(nn.Module):
 
     Both layouts take the same parameters: a model initialised with one runs with the other.
     Jittable.
+
+    Example:
+        Three objects `[3, 4]` and a question `[1, 5]`, every ordered pair an edge:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> graph = gn.fully_connected_graph([3], jnp.ones((3, 4)), jnp.ones((1, 5)))
+        >>> model = gn.nn.RelationNetwork(pair_features=(8,), output_features=(8, 2))
+        >>> model.apply(model.init(jax.random.key(0), graph), graph).shape
+        (1, 2)
     """
 
     pair_features: Sequence[int] = (256, 256, 256, 256)

@@ -52,11 +52,12 @@ def initial_memory(batch_size: int, mem_slots: int, mem_size: int) -> jax.Array:
 def dense_attention(
     queries: jax.Array, keys: jax.Array, values: jax.Array
 ) -> jax.Array:
-    """Multi-head scaled dot-product attention of every row over every row.
+    r"""Multi-head scaled dot-product attention of every row over every row.
 
     `queries`, `keys` `[B, R, H, D]`, `values` `[B, R, H, Dv]`; returns `[B, R, H * Dv]`, row
-    `i`'s head `h` being `sum_j softmax_j(q_i . k_j / sqrt(D)) v_j`. This is `graph_attention`
-    on the complete graph of the `R` rows with self-edges, without the edge list. Jittable.
+    `i`'s head `h` being :math:`\sum_j \operatorname{softmax}_j(q_i \cdot k_j / \sqrt{D})\, v_j`.
+    This is `graph_attention` on the complete graph of the `R` rows with self-edges, without the
+    edge list. Jittable.
     """
     logits = jnp.einsum("bihd,bjhd->bhij", queries, keys) / math.sqrt(queries.shape[-1])
     weights = jax.nn.softmax(logits, axis=-1)
@@ -101,6 +102,18 @@ class RelationalMemory(nn.RNNCellBase):
     Call as a Flax RNN cell: `cell(memory, inputs) -> (new_memory, output)` with `memory`
     `[B, S, M]` (from `initialize_carry`), `inputs` `[B, ...]` (flattened), `output`
     `[B, S * M]`. Works with `flax.linen.RNN`, `nn.scan` and by hand. Jittable.
+
+    Example:
+        A batch of three inputs `[3, 6]`, two memory slots of two heads of 4:
+
+        >>> import jax, jax.numpy as jnp
+        >>> import gnkit as gn
+        >>> cell = gn.nn.RelationalMemory(mem_slots=2, head_size=4, num_heads=2)
+        >>> memory = cell.initialize_carry(jax.random.key(0), (3, 6))
+        >>> params = cell.init(jax.random.key(0), memory, jnp.ones((3, 6)))
+        >>> memory, output = cell.apply(params, memory, jnp.ones((3, 6)))
+        >>> memory.shape, output.shape
+        ((3, 2, 8), (3, 16))
     """
 
     mem_slots: int
