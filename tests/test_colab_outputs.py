@@ -1,6 +1,7 @@
 """The notebooks as saved: executed top to bottom, printed configs that match today's config
 dataclasses, and a first cell that installs gnkit where it is missing (no kernel is started)."""
 
+import ast
 import dataclasses
 import importlib
 import json
@@ -151,6 +152,30 @@ def test_saved_notebook_is_modest_and_records_its_source(path):
     record = read(path).metadata["gnkit_outputs"]
     assert re.fullmatch(r"[0-9a-f]{40}(\+modified)?", record["commit"])
     assert record["cpu_minutes"] >= 0
+
+
+def printed_by(notebook, statement):
+    """The text printed by the one code cell whose source contains `statement`."""
+    (cell,) = [cell for cell in code_cells(notebook) if statement in cell.source]
+    return "".join(output["text"] for output in cell.outputs if output.output_type == "stream")
+
+
+def recorded_run(demo, run):
+    return json.loads((ROOT / "docs" / "results" / f"{demo}.json").read_text())["runs"][run]
+
+
+@pytest.mark.parametrize("name", ["shortest_path", "physics"])
+def test_graph_nets_notebooks_at_the_default_config_show_the_results_page_numbers(name):
+    """These notebooks train the demo's default config, the run the results page records."""
+    printed = printed_by(read(COLABS / f"{name}.ipynb"), 'json.dumps(results["test"]')
+    assert json.loads(printed) == recorded_run(name, "default")["results"]["test"]
+
+
+def test_kg_notebook_shows_the_results_page_numbers_of_its_run():
+    printed = printed_by(read(COLABS / "kg.ipynb"), "round(results[key], 3)")
+    recorded = recorded_run("kg", "umls_rotate")["results"]
+    metrics = ("mrr", "hits@1", "hits@3", "hits@10")
+    assert ast.literal_eval(printed) == {key: round(recorded[key], 3) for key in metrics}
 
 
 def test_stale_config_fields_are_caught():
