@@ -155,12 +155,14 @@ def std(data, segment_ids, num_segments=None, indices_are_sorted=False):
 
 
 def softmax_aggregation(temperature: float | jax.Array = 1.0) -> Aggregator:
-    """Softmax-weighted sum, per feature: `sum_i softmax_i(t * x_i) * x_i` over each segment.
+    r"""Softmax-weighted sum per feature: :math:`\sum_i \operatorname{softmax}_i(t x_i)\, x_i`.
 
-    As PyTorch Geometric's `SoftmaxAggregation` (Li et al. 2020, DeeperGCN): each feature column
-    gets its own weights. `t -> 0` tends to the mean, `t -> inf` to the max, `t -> -inf` to the
-    min. `temperature` may be a traced array (e.g. a learned parameter). Returns an aggregator
-    `[E, ..., F]` -> `[S, ..., F]`, 0 on empty segments; jittable.
+    Over each segment's elements :math:`x_i`, with :math:`t` the `temperature`, as PyTorch
+    Geometric's `SoftmaxAggregation` (Li et al. 2020, DeeperGCN): each feature column gets its own
+    weights. :math:`t \to 0` tends to the mean, :math:`t \to \infty` to the max,
+    :math:`t \to -\infty` to the min. `temperature` may be a traced array (e.g. a learned
+    parameter). Returns an aggregator `[E, ..., F]` -> `[S, ..., F]`, 0 on empty segments;
+    jittable.
     """
 
     def aggregate(data, segment_ids, num_segments=None, indices_are_sorted=False):

@@ -126,11 +126,12 @@ def graph_attention(
     aggregator: Aggregator = "sum",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """Multi-head scaled dot-product self-attention along the edges.
+    r"""Multi-head scaled dot-product self-attention along the edges.
 
     With `q, k, v = query_fn(x), key_fn(x), value_fn(x)` split into `H` heads (`[N, H, D]`,
-    values `[N, H, Dv]`), each edge `j -> i` gets the logit `q_i . k_j / sqrt(D)` per head, the
-    weights are a softmax over the edges into `i`, and `x'_i = sum_j w_ij v_j`. Heads are
+    values `[N, H, Dv]`), each edge :math:`j \to i` gets the logit
+    :math:`q_i \cdot k_j / \sqrt{D}` per head, the weights :math:`w_{ij}` are a softmax over the
+    edges into :math:`i`, and :math:`x'_i = \sum_j w_{ij} v_j`. Heads are
     concatenated (`[N, H * Dv]`) or averaged (`[N, Dv]`). `add_self_edges` lets every node attend
     to itself exactly once (self-edges already in the graph get no weight); without it a node
     with no incoming edges gets zeros. `softmax` and `aggregator` are as in `gat`, for edge
@@ -184,18 +185,19 @@ def gat(
     aggregator: Aggregator = "sum",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A graph attention layer (Velickovic et al. 2018), multi-head.
+    r"""A graph attention layer (Velickovic et al. 2018), multi-head.
 
-    `z = project_fn(x)` is split into `H` heads, `[N, H, D]`. For each edge `j -> i`,
+    `z = project_fn(x)` is split into `H` heads, `[N, H, D]`. For each edge :math:`j \to i`,
     `logit_fn(sender_nodes=z_j, receiver_nodes=z_i[, edges=e_ij])` (per-head features
-    `[E, H, D]`, edges `[E, ...]`) returns raw scores `[E, H]`; the paper's `a . [z_i || z_j]` is
+    `[E, H, D]`, edges `[E, ...]`) returns raw scores `[E, H]`; the paper's
+    :math:`a \cdot [z_i \,\|\, z_j]` is
     `einsum('ehd,hd->eh', z_i, a_r) + einsum('ehd,hd->eh', z_j, a_s)`. The block applies
-    LeakyReLU(`negative_slope`), softmaxes over the edges into `i` and sets
-    `x'_i = sum_j w_ij z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`), with no
-    output activation. The paper includes `i` in its own neighbourhood: `add_self_edges=True`
-    (not combinable with `use_edges`) attends to each node itself exactly once, as PyTorch
-    Geometric's `GATConv`: self-edges already in the graph get no weight (logit -inf) and one per
-    node is added. Jittable.
+    LeakyReLU(`negative_slope`), softmaxes over the edges into :math:`i` and sets
+    :math:`x'_i = \sum_j w_{ij} z_j`, heads concatenated (`[N, H * D]`) or averaged (`[N, D]`),
+    with no output activation. The paper includes :math:`i` in its own neighbourhood:
+    `add_self_edges=True` (not combinable with `use_edges`) attends to each node itself exactly
+    once, as PyTorch Geometric's `GATConv`: self-edges already in the graph get no weight (logit
+    -inf) and one per node is added. Jittable.
 
     Fast path: instead of `logit_fn`, pass `sender_logit_fn` and `receiver_logit_fn`, each mapping
     the per-head node table `[N, H, D]` to scores `[N, H]`; the edge logit is then

@@ -591,11 +591,11 @@ def comm_net(
     aggregator: Aggregator = "mean",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A CommNet step (Sukhbaatar et al. 2016): `nodes' = node_fn(nodes=h, messages=c)`.
+    r"""A CommNet step (Sukhbaatar et al. 2016): `nodes' = node_fn(nodes=h, messages=c)`.
 
     Each node's communication vector `c_i` is the `aggregator` reduction over its incoming edges
     of the sender's message, `message_fn(h_j)`. On a fully connected graph without self-edges the
-    mean is the paper's `c_i = 1/(J-1) sum_{j != i} h_j`.
+    mean is the paper's :math:`c_i = \frac{1}{J - 1} \sum_{j \neq i} h_j`.
 
     Args:
       node_fn: `(nodes=h, messages=c) -> new nodes`, leaves `[N, ...]`.

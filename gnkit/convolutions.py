@@ -78,18 +78,21 @@ def gcn(
     aggregator: Aggregator | None = None,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A graph convolution (Kipf & Welling 2017): `x' = D^-1/2 (A + I) D^-1/2 update_fn(x)`.
+    r"""A graph convolution (Kipf & Welling 2017).
 
-    `update_fn` (the weight matrix `W`) is applied first, then each
-    node sums its neighbours' projected features, each scaled by `1/sqrt` of a degree of the
-    sender and the sum by `1/sqrt(deg_in(receiver))`. For a symmetric adjacency without
-    self-edges both conventions below are the paper's `D^-1/2 (A + I) D^-1/2 X W`; they differ on
-    directed graphs and on graphs that already hold self-edges:
+    .. math:: x' = D^{-1/2} (A + I) D^{-1/2}\, \mathrm{update\_fn}(x)
 
-    - `convention='jraph'` (default), as jraph's `GraphConvolution`: `add_self_edges` adds `I` to
-      every node, on top of any self-edges already in the graph;
-      `x' = D_in^-1/2 (A + I) D_out^-1/2 x W`, the sender scaled by its out-degree, degrees
-      counted with the added self-edge, a degree of 0 counted as 1.
+    `update_fn` (the weight matrix :math:`W`) is applied first, then each node sums its
+    neighbours' projected features, each scaled by :math:`1/\sqrt{\cdot}` of a degree of the
+    sender and the sum by :math:`1/\sqrt{\deg_\mathrm{in}(\mathrm{receiver})}`. For a symmetric
+    adjacency without self-edges both conventions below are the paper's
+    :math:`D^{-1/2} (A + I) D^{-1/2} X W`; they differ on directed graphs and on graphs that
+    already hold self-edges:
+
+    - `convention='jraph'` (default), as jraph's `GraphConvolution`: `add_self_edges` adds
+      :math:`I` to every node, on top of any self-edges already in the graph;
+      :math:`x' = D_\mathrm{in}^{-1/2} (A + I) D_\mathrm{out}^{-1/2} x W`, the sender scaled by
+      its out-degree, degrees counted with the added self-edge, a degree of 0 counted as 1.
     - `convention='pyg'`, as PyTorch Geometric's `GCNConv` (`gcn_norm` with
       `add_remaining_self_loops`): `add_self_edges` gives every node exactly one self-edge (the
       graph's own self-edges are counted once, however many there are); sender and receiver
@@ -99,7 +102,7 @@ def gcn(
     Jittable.
 
     `project_first=False` propagates the raw features and applies `update_fn` after: the same
-    result when `update_fn` is linear (a Dense without bias, `(A X) W = A (X W)`), not otherwise.
+    result when `update_fn` is linear (a Dense without bias, :math:`(AX)W = A(XW)`), not otherwise.
     The edge-sized gather and scatter then carry `F` columns instead of `F'`, and when `x` needs
     no gradient (a first layer on input features) the backward pass has no edge-sized work at
     all; keep the default when `F' < F` and `x` needs a gradient. The neighbour sums gather
@@ -243,15 +246,15 @@ def graph_sage(
     normalize: bool = False,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A GraphSAGE layer (Hamilton et al. 2017): `x'_i = update_fn(nodes=x_i, neighbors=a_i)`.
+    r"""A GraphSAGE layer (Hamilton et al. 2017): `x'_i = update_fn(nodes=x_i, neighbors=a_i)`.
 
-    `a_i` is the `aggregator` reduction of `neighbor_fn(x_j)` over the senders `j` of `i`'s
-    incoming edges. Jittable.
+    :math:`a_i` is the `aggregator` reduction of :math:`\mathrm{neighbor\_fn}(x_j)` over the
+    senders :math:`j` of :math:`i`'s incoming edges. Jittable.
 
     Args:
       update_fn: `(nodes=x_i, neighbors=a_i) -> [N, F']`, holding both weight matrices of
-        `W1 x_i + W2 a_i` and any activation; e.g. `concatenated_args(nn.Dense(F'))` computes
-        `W [a_i || x_i]` with one matrix.
+        :math:`W_1 x_i + W_2 a_i` and any activation; e.g. `concatenated_args(nn.Dense(F'))`
+        computes :math:`W [a_i \,\|\, x_i]` with one matrix.
       aggregator: `'mean'`, `'max'`, `'sum'` or any aggregator; 0 for a node without neighbours.
       neighbor_fn: applied to every node before the gather, once per node (None: identity); a
         Dense + ReLU there gives the paper's pooling aggregator.
@@ -286,9 +289,11 @@ def gin(
     aggregator: Aggregator | None = None,
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A graph isomorphism layer (Xu et al. 2019): `x'_i = mlp((1 + eps) x_i + sum_j x_j)`.
+    r"""A graph isomorphism layer (Xu et al. 2019).
 
-    The sum runs over the senders `j` of `i`'s incoming edges. Jittable.
+    .. math:: x'_i = \mathrm{mlp}\Big((1 + \epsilon)\, x_i + \sum_j x_j\Big)
+
+    The sum runs over the senders :math:`j` of :math:`i`'s incoming edges. Jittable.
 
     Args:
       mlp: leaves `[N, F] -> [N, F']`, applied to the combined features.
@@ -319,11 +324,12 @@ def gine(
     aggregator: Aggregator = "sum",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A GIN layer with edge features (Hu et al. 2020, "GINE"):
-    `x'_i = mlp((1 + eps) x_i + sum_j ReLU(x_j + e_ji))`.
+    r"""A GIN layer with edge features (Hu et al. 2020, "GINE").
 
-    The sum runs over the edges `j -> i` into `i`; `e_ji` is the edge's feature row, after
-    `edge_fn` when given. Jittable.
+    .. math:: x'_i = \mathrm{mlp}\Big((1 + \epsilon)\, x_i + \sum_j \mathrm{ReLU}(x_j + e_{ji})\Big)
+
+    The sum runs over the edges :math:`j \to i` into :math:`i`; :math:`e_{ji}` is the edge's
+    feature row, after `edge_fn` when given. Jittable.
 
     Args:
       mlp: `[N, F] -> [N, F']`, applied to the combined features.
@@ -366,12 +372,14 @@ def rgcn(
     normalization: str = "in_degree",
     indices_are_sorted: bool = False,
 ) -> GraphFn:
-    """A relational graph convolution (Schlichtkrull et al. 2018):
-    `x'_i = self_fn(x_i) + sum_r sum_{j -r-> i} x_j W_r / c_{i,r}`.
+    r"""A relational graph convolution (Schlichtkrull et al. 2018).
+
+    .. math::
+        x'_i = \mathrm{self\_fn}(x_i) + \sum_r \sum_{j \xrightarrow{r} i} \frac{1}{c_{i,r}} x_j W_r
 
     `graph.edges` holds each edge's relation. Projecting the nodes once with `relation_fn` costs
-    `O(N R F F')` and each edge then only gathers a row, instead of an `[E, F] x [F, F']` product
-    per edge. Jittable.
+    :math:`O(N R F F')` and each edge then only gathers a row, instead of an `[E, F] x [F, F']`
+    product per edge. Jittable.
 
     Args:
       relation_fn: node features `[N, F]` -> every relation's projection `[N, R, F']` (`x_j W_r`
