@@ -24,7 +24,6 @@ class RDLConfig:
     hidden: int = setting(64, minimum=1, help="width of every table encoder and layer")
     layers: int = setting(3, minimum=1, help="typed GraphSAGE layers (and sampling hops)")
     fanout: int = setting(6, minimum=1, help="most recent rows per player and table sampled")
-    layer_norm: bool = setting(False, help="layer norm after each round")
     batch_size: int = setting(128, minimum=1, help="seeds per update")
     updates: int = setting(600, minimum=1, help="optimiser steps per replicate")
     learning_rate: float = setting(3e-3, minimum=0.0, help="Adam, warm-up then cosine decay")

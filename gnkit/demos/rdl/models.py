@@ -4,8 +4,8 @@ Each node set's rows are encoded by their own table's columns (`TableEncoder`: a
 the standardised numbers and their NULL flags, plus an embedding per categorical column) and by
 how long before the seed time they happened (`age_features`); then `layers` rounds of
 `gnkit.nn.HeteroConv` with a `gnkit.nn.GraphSAGE` of its own per edge set (summed per
-receiving node set, as `to_hetero` makes it; ReLU after each round), and an MLP reads the
-seed rows out. Jittable.
+receiving node set, as `to_hetero` makes it; a layer norm per node set and ReLU after each
+round, as RelBench's GraphSAGE), and an MLP reads the seed rows out. Jittable.
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ class RelationalGNN(nn.Module):
     categories: Sequence[tuple[str, Sequence[int]]]
     edge_sets: Sequence
     num_seeds: int
-    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, graph: TypedGraph, roots: Mapping[str, jax.Array]) -> jax.Array:
@@ -90,9 +89,7 @@ class RelationalGNN(nn.Module):
             graph = HeteroConv(sage, name=f"layer_{layer}")(graph)
             updated = {}
             for name, node_set in graph.nodes.items():
-                features = node_set.features
-                if self.layer_norm:
-                    features = nn.LayerNorm(name=f"norm_{layer}_{name}")(features)
+                features = nn.LayerNorm(name=f"norm_{layer}_{name}")(node_set.features)
                 updated[name] = node_set._replace(features=nn.relu(features))
             graph = graph._replace(nodes=updated)
         readout = graph.nodes[SEED_SET].features[:num_seeds]

@@ -21,7 +21,7 @@ def build_model(config: RDLConfig, data: RDLData) -> RelationalGNN:
     """The GNN for `data`'s tables and sampled edge sets."""
     categories = tuple((name, tuple(sizes)) for name, sizes in data.database.categories.items())
     return RelationalGNN(config.hidden, config.layers, categories, tuple(data.edge_sets),
-                         config.batch_size, config.layer_norm)
+                         config.batch_size)
 
 
 def target_scale(data: RDLData) -> tuple[float, float]:
@@ -44,7 +44,8 @@ def init(name: str, config: RDLConfig, data: RDLData):
 
 def loss(name: str, config: RDLConfig, data: RDLData):
     """`(params, batch) -> (loss, metrics)`: binary cross-entropy of the seed slots' logits
-    (binary tasks) or their absolute error (regression), masked to real seeds. Jittable."""
+    (binary tasks) or the absolute error of their values (regression, the head scaled by
+    `target_scale`), masked to real seeds. Jittable."""
     model = build_model(config, data)
     binary = data.task.kind == "binary"
     shift, scale = target_scale(data)
