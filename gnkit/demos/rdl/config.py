@@ -25,7 +25,7 @@ class RDLConfig:
     layers: int = setting(3, minimum=1, help="typed GraphSAGE layers (and sampling hops)")
     fanout: int = setting(6, minimum=1, help="most recent rows per player and table sampled")
     batch_size: int = setting(128, minimum=1, help="seeds per update")
-    updates: int = setting(600, minimum=1, help="optimiser steps per replicate")
+    updates: int = setting(1200, minimum=1, help="optimiser steps per replicate")
     learning_rate: float = setting(3e-3, minimum=0.0, help="Adam, warm-up then cosine decay")
     train_from: int = setting(2000, help="first training seed season (the last is 2018)")
     eval_every_updates: int = setting(200, minimum=1)
@@ -53,7 +53,7 @@ CONFIGS = {
 }
 
 PRESET_NOTES = {
-    "default": "three GNN replicates of 600 updates on seed seasons 2000-2018",
+    "default": "three GNN replicates of 1200 updates on seed seasons 2000-2018",
     "quick": "a first look: one replicate of 200 updates on seed seasons 2012-2018",
     "tiny": "a few updates of a tiny GNN, for tests",
 }
