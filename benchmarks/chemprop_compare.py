@@ -2,7 +2,7 @@
 
     python -m benchmarks.chemprop_compare [--data esol,freesolv] [--splits random,scaffold]
         [--seeds 0,1,2] [--epochs 50] [--default-epochs N] [--threads 1,2]
-        [--probe-epochs 3] [--json PATH] [--no-chemprop] [--max-molecules N]
+        [--probe-epochs 3] [--json PATH] [--no-chemprop] [--no-default] [--max-molecules N]
 
 For each data set and split kind, the splits of `--seeds` are made with `gnkit.chem` (equal to
 chemprop's own `make_split_indices`), written as chemprop's splits file, and read back by both
@@ -17,11 +17,12 @@ is its Python API as its CLI builds it (cached featurisation, Lightning trainer 
 Timed (wall, per epoch, training only: from an epoch's first batch to its last update, validation
 excluded), reported as the median over epochs 2..N (the first holds gnkit's compilation).
 chemprop runs at each torch thread count of `--threads` for `--probe-epochs` epochs on the first
-seed first; the full runs use the fastest. Printed: test RMSE and MAE per seed, mean +- std
-(population), seconds per epoch and their ratio (chemprop / gnkit), CPU-minutes of each side.
+seed first (unless `--threads` names one count); the full runs use the fastest. Printed: test
+RMSE and MAE per seed, mean +- std (population), seconds per epoch and their ratio (chemprop /
+gnkit), CPU-minutes of each side.
 Beside them, `gnkit_default`: gnkit's default recipe (the same model with RDKit descriptors
 beside the pooled atoms, at the recipe's own epochs unless `--default-epochs`) on the same
-splits. Host.
+splits (left out with `--no-default`). Host.
 """
 
 from __future__ import annotations
@@ -185,22 +186,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--probe-epochs", type=int, default=3)
     parser.add_argument("--max-molecules", type=int, default=0)
     parser.add_argument("--no-chemprop", action="store_true")
+    parser.add_argument("--no-default", action="store_true")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
-    recipes = {
-        "gnkit": dataclasses.replace(CONFIGS["chemprop"], epochs=args.epochs),
-        "gnkit_default": dataclasses.replace(CONFIGS["default"], epochs=args.default_epochs),
-    }
+    recipes = {"gnkit": dataclasses.replace(CONFIGS["chemprop"], epochs=args.epochs)}
+    if not args.no_default:
+        recipes["gnkit_default"] = dataclasses.replace(
+            CONFIGS["default"], epochs=args.default_epochs
+        )
     results: dict = {
         "epochs": args.epochs,
-        "default_epochs": args.default_epochs,
+        "default_epochs": None if args.no_default else args.default_epochs,
         "seeds": seeds,
         "rows": {},
     }
     work = Path(tempfile.mkdtemp(prefix="chemprop_compare_"))
-    best_threads = None
+    best_threads = threads[0] if len(threads) == 1 else None
     for name in args.data.split(","):
         dataset = _dataset(name, args.max_molecules)
         graphs = chem.molecule_graphs(dataset.smiles, "chemprop", descriptors=True)
