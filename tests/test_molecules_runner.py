@@ -52,6 +52,8 @@ def test_a_stopped_run_resumes_exactly_and_eval_reproduces_its_report(tmp_path):
             DEMO, "train", config, tmp_path / "cut", progress=False,
             should_stop=lambda: next(polls) >= 4,
         )  # fmt: skip
+    saved = training.latest_checkpoint(tmp_path / "cut" / "checkpoints" / "seed0")
+    assert saved.name == "checkpoint_000000004.msgpack"  # 3 updates an epoch, stopped in the 2nd
     assert not (tmp_path / "cut" / "metrics_seed1.jsonl").exists()
     resumed = experiments.run_verb(DEMO, "train", config, tmp_path / "cut", progress=False)
     assert _without_clocks(resumed) == _without_clocks(whole)
@@ -157,7 +159,7 @@ def test_gps_loss_falls_on_a_tiny_set():
 
 def test_a_tiny_gps_run_trains_and_predicts(tmp_path):
     config = dataclasses.replace(
-        CONFIGS["tiny"], model="gps", seeds=1, gps_hidden_size=32, gps_layers=2, gps_heads=2,
+        CONFIGS["tiny"], model="gps", seeds=1, gps_hidden_size=32, gps_layers=1, gps_heads=2,
         max_molecules=48,
     )  # fmt: skip
     results = experiments.run_verb(DEMO, "train", config, tmp_path / "run", progress=False)
