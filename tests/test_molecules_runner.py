@@ -1,7 +1,7 @@
 """The molecules demo on the comparison runner: a tiny run stopped and resumed gives the same
 records and results as one run through, eval reproduces train's report, each replicate trains
-on its own seed's split, and the GPS model's positional encodings are batched per molecule and
-its loss falls on a tiny set."""
+on its own seed's split, the GPS model's positional encodings are batched per molecule, its
+loss falls on a tiny set and (slow) its predictions do not depend on the padding."""
 
 import dataclasses
 import json
@@ -17,6 +17,7 @@ from gnkit import train as training  # noqa: E402
 from gnkit.demos.molecules import DEMO, models  # noqa: E402
 from gnkit.demos.molecules.config import CONFIGS  # noqa: E402
 from gnkit.demos.molecules.data import eval_batches, molecule_data, train_batches  # noqa: E402
+from gnkit.demos.molecules.data import make_batch as data_batch  # noqa: E402
 from gnkit.demos.molecules.training import make_batch, replicate  # noqa: E402
 
 SMILES = (
@@ -171,3 +172,27 @@ def test_a_tiny_gps_run_trains_and_predicts(tmp_path):
         DEMO, "predict", None, tmp_path / "run", progress=False, smiles=["CCO", "C" * 40]
     )  # a molecule larger than any of the data set's still gets its own attention slots
     assert all(np.isfinite(p["mean"]) for p in predicted["predictions"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["rwse", "lappe"])
+def test_gps_predicts_the_same_for_any_padding(kind):
+    config = dataclasses.replace(
+        CONFIGS["tiny"], model="gps", positional=kind, gps_hidden_size=32, gps_layers=2,
+        gps_heads=2,
+    )  # fmt: skip
+    data = _data(config)
+    rows, reference = [0, 3, 10, 14], data.descriptor_reference[0]
+    small = _padded(data, rows, 5, reference)
+    large = _padded(data, rows, 9, reference)
+    params = models.init_params(config, small, 0, data.max_atoms)
+    predict = models.make_predict(config, data.max_atoms)
+    first = np.asarray(predict(params, small["graph"], small["positional"]))
+    second = np.asarray(predict(params, large["graph"], large["positional"]))
+    np.testing.assert_allclose(first[:4], second[:4], rtol=1e-5, atol=1e-6)
+    assert np.ptp(first[:4]) > 0 and not first[4:].any() and not second[4:].any()
+
+
+def _padded(data, rows, n_graph, reference):
+    zeros = np.zeros(len(data.graphs), np.float32)
+    return data_batch(data.graphs, rows, zeros, n_graph, reference, data.positional)
