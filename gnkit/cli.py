@@ -35,7 +35,9 @@ DEMOS = {
         "Sort-of-CLEVR from pixels: a relation network against an MLP",
     ),
     "clevr": ("gnkit.demos.clevr", "CLEVR from state descriptions: a relation network"),
-    "molecules": ("gnkit.demos.molecules", "molecular properties: D-MPNN, GINE beside chemprop"),
+    "molecules": (
+        "gnkit.demos.molecules", "molecular properties: D-MPNN, GINE, GPS beside chemprop"
+    ),
     "wordnet": ("gnkit.demos.wordnet", "WordNet: GraphSAGE, GCN, R-GCN, MLP; hypernym prediction"),
     "typed-nodes": ("gnkit.demos.typed_nodes", "UMLS typed nodes: R-GCN, to_hetero vs GCN twin"),
     "rdl": ("gnkit.demos.rdl", "the Lahman database: a temporal typed GNN against LightGBM"),
