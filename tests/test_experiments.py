@@ -277,6 +277,28 @@ def test_overrides_reach_the_saved_config(workdir, capsys):
     assert (saved["remat"], saved["test_sizes"], saved["width"]) == ("block", [[2, 3], [4, 5]], 8)
 
 
+def test_a_field_flag_sets_its_field_as_set_does(workdir, capsys):
+    demo = dataclasses.replace(TOY, flag_fields=("cell", "learning_rate"))
+    argv = ["show", "--cell", "gru", "--learning-rate", "0.5"]
+    assert experiments.run(demo, argv) == 0
+    assert "--cell VALUE" in _help(demo, capsys)
+    argv = ["show", "--json", "-", "--cell", "gru", "--learning-rate", "0.5"]
+    assert experiments.run(demo, argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["cell"], shown["learning_rate"]) == ("gru", 0.5)
+    assert experiments.run(demo, ["show", "--cell", "rnn"]) == 2
+    error = capsys.readouterr().err
+    assert "--cell rnn: expected" in error and "lstm" in error and "--set" not in error
+    with pytest.raises(ValueError, match="flag_fields"):
+        dataclasses.replace(TOY, flag_fields=("colour",))
+
+
+def _help(demo, capsys) -> str:
+    capsys.readouterr()
+    assert experiments.run(demo, ["show", "--help"]) == 0
+    return capsys.readouterr().out
+
+
 # Bad input: one line naming the flag, key or file; exit status 2; nothing written.
 
 

@@ -1,4 +1,4 @@
-"""The relational demo's command line: `--task NAME` is `--set task=NAME`; `--task all` trains
+"""The relational demo's command line: `--task NAME` names the task; `--task all` trains
 the three tasks into folders of one run directory, prints one table of them all, resumes
 without retraining a finished task, and `eval` reads the run back."""
 
@@ -8,15 +8,7 @@ import pytest
 
 pytest.importorskip("duckdb")
 
-from gnkit.demos.rdl import task_flag  # noqa: E402
 from gnkit.demos.rdl.report import format_summary  # noqa: E402
-
-
-def test_task_flag_becomes_a_set():
-    assert task_flag(["train", "--task", "all", "--run-dir", "r"]) == [
-        "train", "--set", "task=all", "--run-dir", "r"]
-    assert task_flag(["eval", "--task=player-games"]) == ["eval", "--set", "task=player-games"]
-    assert task_flag(["train", "--set", "updates=5"]) == ["train", "--set", "updates=5"]
 
 
 def test_a_bad_task_is_a_usage_error(capsys):
@@ -24,7 +16,7 @@ def test_a_bad_task_is_a_usage_error(capsys):
 
     assert rdl.main(["train", "--task", "player-height", "--config", "tiny"]) == 2
     error = capsys.readouterr().err
-    assert "task=player-height" in error and "player-churn" in error
+    assert "--task player-height" in error and "player-churn" in error
 
 
 def _entry(kind, gnn, baselines):

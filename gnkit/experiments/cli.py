@@ -81,6 +81,13 @@ def _epilog(demo: Demo, verb: Verb, preset: str | None) -> str | None:
     )
 
 
+_FIELD_DEST = "config_field_"
+
+
+def _field_flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
 def _add_config_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -> None:
     if verb.run_dir != "existing":
         parser.add_argument(
@@ -97,6 +104,13 @@ def _add_config_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
         metavar="KEY=VALUE",
         help="override a config field (repeatable); typed by the field",
     )
+    for field in demo.flag_fields:
+        parser.add_argument(
+            _field_flag(field),
+            dest=_FIELD_DEST + field,
+            metavar="VALUE",
+            help=f"the config's {field} (the same as --set {field}=VALUE)",
+        )
     parser.add_argument("--seed", type=int, help="random seed (sets the config's seed)")
     parser.add_argument(
         "--parallel",
@@ -154,11 +168,18 @@ def build_parser(demo: Demo, preset: str | None = None) -> argparse.ArgumentPars
 
 
 def _overrides(demo: Demo, args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
-    """`({key: typed value}, {key: the flag that set it})` from `--set` and `--seed`."""
+    """`({key: typed value}, {key: the flag that set it})` from `--set`, the demo's field
+    flags (`Demo.flag_fields`) and `--seed`, later ones winning."""
     changes, sources = {}, {}
     for item in args.set:
         key, value = parse_override(demo.config_type, item)
         changes[key], sources[key] = value, f"--set {item}"
+    for field in demo.flag_fields:
+        text = getattr(args, _FIELD_DEST + field, None)
+        if text is not None:
+            flag = f"{_field_flag(field)} {text}"
+            key, value = parse_override(demo.config_type, f"{field}={text}", flag)
+            changes[key], sources[key] = value, flag
     if args.seed is not None:
         changes["seed"], sources["seed"] = args.seed, f"--seed {args.seed}"
     return changes, sources

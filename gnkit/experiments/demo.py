@@ -111,6 +111,9 @@ class Demo:
       verbs: its verbs (`Verb`).
       default_preset: the preset used without `--config` (default: the first).
       preset_notes: a line per preset for `--help` (what it is for and what it costs).
+      flag_fields: config fields that also get a flag of their own, `--FIELD VALUE`
+        (underscores as dashes), the same as `--set FIELD=VALUE`: the one or two fields a
+        user changes on most runs.
     """
 
     name: str
@@ -119,6 +122,7 @@ class Demo:
     verbs: Sequence[Verb]
     default_preset: str | None = None
     preset_notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    flag_fields: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.presets:
@@ -140,6 +144,9 @@ class Demo:
         unknown = sorted(set(self.preset_notes) - set(self.presets))
         if unknown:
             raise ValueError(f"demo {self.name}: notes for unknown presets {unknown}")
+        unknown = sorted(set(self.flag_fields) - set(field_types(config_type)))
+        if unknown:
+            raise ValueError(f"demo {self.name}: flag_fields {unknown} are not config fields")
 
     @property
     def config_type(self) -> type:

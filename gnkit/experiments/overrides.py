@@ -130,22 +130,25 @@ def _expected(annotation: Any) -> str:
     return f"{type_name(annotation)}, items separated by commas"
 
 
-def parse_override(config_type: type, assignment: str) -> tuple[str, Any]:
+def parse_override(config_type: type, assignment: str, flag: str | None = None
+                   ) -> tuple[str, Any]:
     """`"key=value"` -> `(key, typed value)` for a field of `config_type`; else `UsageError`.
 
-    The error is one line naming the key and the expected type, or the known keys.
+    The error is one line naming the flag as written (`flag`, default `--set KEY=VALUE`), the
+    key and the expected type, or the known keys.
     """
     key, separator, text = assignment.partition("=")
     key = key.strip()
     known = field_types(config_type)
+    written = flag or f"--set {assignment}"
     if not separator:
-        raise UsageError(f"--set {assignment}: expected KEY=VALUE")
+        raise UsageError(f"{written}: expected KEY=VALUE")
     if key not in known:
         raise UsageError(
-            f"--set {assignment}: unknown key {key!r}; keys: {', '.join(sorted(known))}"
+            f"{written}: unknown key {key!r}; keys: {', '.join(sorted(known))}"
         )
     annotation = known[key]
     try:
         return key, parse_value(annotation, text)
     except ValueError:
-        raise UsageError(f"--set {assignment}: expected {_expected(annotation)}") from None
+        raise UsageError(f"{written}: expected {_expected(annotation)}") from None

@@ -20,7 +20,6 @@ learning results page.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 from gnkit import experiments
@@ -45,24 +44,12 @@ DEMO = experiments.Demo(
     presets=CONFIGS,
     verbs=verbs.verbs(COMPARISON),
     preset_notes=PRESET_NOTES,
+    flag_fields=("task",),
 )
 
 __all__ = ["COMPARISON", "CONFIGS", "DEMO", "RDLConfig", "main"]
 
 
-def task_flag(argv: Sequence[str]) -> list[str]:
-    """`argv` with `--task NAME` (or `--task=NAME`) as `--set task=NAME`."""
-    out, items = [], iter(argv)
-    for item in items:
-        if item == "--task":
-            out += ["--set", f"task={next(items, '')}"]
-        elif item.startswith("--task="):
-            out += ["--set", f"task={item.split('=', 1)[1]}"]
-        else:
-            out.append(item)
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """`gnkit rdl train|eval ...` (`--task NAME` is `--set task=NAME`); the exit status."""
-    return experiments.run(DEMO, task_flag(sys.argv[1:] if argv is None else argv))
+    """`gnkit rdl train|eval ...`; returns the exit status."""
+    return experiments.run(DEMO, argv)

@@ -76,7 +76,7 @@ def verbs(comparison: runner.Comparison) -> list[Verb]:
             return run_one(config, run_dir, options)
 
         return dataclasses.replace(single[name], function=function,
-                                   help=f"{single[name].help}; --task NAME (as --set task=NAME: "
-                                        "player-churn, player-allstar, player-games, or all)")
+                                   help=f"{single[name].help}; --task: player-churn, "
+                                        "player-allstar, player-games, or all")
 
     return [wrap("train"), wrap("eval")]
