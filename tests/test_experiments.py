@@ -335,7 +335,7 @@ BAD_INPUTS = [
     (["train", "--set", "learning_rate=fast"], "--set learning_rate=fast: expected float"),
     (["train", "--set", "layer_norm=yes"], "--set layer_norm=yes: expected bool"),
     (["train", "--set", "remat=maybe"], "--set remat=maybe: expected bool | Literal['block']"),
-    (["train", "--set", "cell=rnn"], "--set cell=rnn: expected Literal['lstm', 'gru']"),
+    (["train", "--set", "cell=rnn"], "--set cell=rnn: expected one of lstm, gru"),
     (["train", "--set", "width=wide"], "--set width=wide: expected int | None"),
     (["train", "--set", "sizes=1,2,3"], "expected tuple[int, int], items separated by commas"),
     (["train", "--set", "test_sizes=1,2,3"], "expected tuple[tuple[int, int], ...]"),

@@ -124,6 +124,8 @@ def parse_value(annotation: Any, text: str) -> Any:
 
 
 def _expected(annotation: Any) -> str:
+    if typing.get_origin(annotation) is Literal:
+        return "one of " + ", ".join(str(choice) for choice in typing.get_args(annotation))
     spec = _spec(annotation)
     if spec.nargs == 1:
         return type_name(annotation)
