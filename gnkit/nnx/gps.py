@@ -17,7 +17,8 @@ from flax import nnx
 
 from gnkit.graph import GraphsTuple
 from gnkit.nn import gps
-from gnkit.nnx.twin import TrainingTwin, Twin, sample_graph
+from gnkit.nnx.training_twin import TrainingTwin
+from gnkit.nnx.twin import Twin, sample_graph
 
 
 class GraphMultiheadAttention(Twin, linen=gps.GraphMultiheadAttention):

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gnkit.nn import mlp
-from gnkit.nnx.twin import TrainingTwin
+from gnkit.nnx.training_twin import TrainingTwin
 
 
 class MLP(TrainingTwin, linen=mlp.MLP):
