@@ -11,7 +11,8 @@ pytest.importorskip("rdkit")
 from gnkit import chem  # noqa: E402
 from gnkit.demos.molecules import main  # noqa: E402
 from gnkit.demos.molecules.data import empirical_cdf, steps_per_epoch  # noqa: E402
-from gnkit.demos.molecules.verbs import expand_short_flags  # noqa: E402
+from gnkit.demos.molecules.verbs import DEMO  # noqa: E402
+from gnkit.experiments.cli import _overrides, build_parser  # noqa: E402
 
 
 def test_tiny_run_trains_resumes_reports_and_predicts(tmp_path, capsys):
@@ -65,11 +66,12 @@ def test_empirical_cdf_by_hand():
 
 def test_short_flags_become_settings():
     argv = ["train", "--data", "esol", "--split=scaffold", "--model", "gine", "--seeds", "5"]
-    assert expand_short_flags(argv) == [
-        "train", "--set", "data=esol", "--set", "split=scaffold", "--set", "model=gine",
-        "--set", "seeds=5",
-    ]  # fmt: skip
-    assert expand_short_flags(["eval", "--run-dir", "runs/x"]) == ["eval", "--run-dir", "runs/x"]
+    changes, _ = _overrides(DEMO, build_parser(DEMO).parse_args(argv))
+    set_argv = ["train", "--set", "data=esol", "--set", "split=scaffold", "--set", "model=gine",
+                "--set", "seeds=5"]
+    assert changes == _overrides(DEMO, build_parser(DEMO).parse_args(set_argv))[0] == {
+        "data": "esol", "split": "scaffold", "model": "gine", "seeds": 5}
+    assert _overrides(DEMO, build_parser(DEMO).parse_args(["eval", "--run-dir", "runs/x"]))[0] == {}
 
 
 @pytest.mark.slow

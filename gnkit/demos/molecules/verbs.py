@@ -16,9 +16,6 @@ from gnkit.demos.molecules.report import report
 from gnkit.demos.molecules.training import predict_rows, replicate
 from gnkit.experiments import runner
 
-# `--data esol` is short for `--set data=esol`, and so on.
-SHORT_FLAGS = ("data", "split", "model", "seeds")
-
 # The runner's callables take each replicate's `training.Replicate` as their config; `train`
 # and `eval` below hand it over. `log_every` is capped at a replicate's epoch: one log a epoch.
 COMPARISON = runner.Comparison(
@@ -118,28 +115,11 @@ DEMO = experiments.Demo(
             add_flags=_predict_flags,
         ),
     ],
+    # `--data esol` is short for `--set data=esol`, and so on.
+    flag_fields=("data", "split", "model", "seeds"),
 )
-
-
-def expand_short_flags(argv: Sequence[str]) -> list[str]:
-    """`--data X` (and `--split`, `--model`, `--seeds`; also `--data=X`) as `--set data=X`."""
-    expanded, items = [], list(argv)
-    while items:
-        item = items.pop(0)
-        name, equals, value = item.removeprefix("--").partition("=")
-        if item.startswith("--") and name in SHORT_FLAGS:
-            if not equals:
-                if not items:
-                    raise SystemExit(f"gnkit molecules: error: --{name} needs a value")
-                value = items.pop(0)
-            expanded += ["--set", f"{name}={value}"]
-        else:
-            expanded.append(item)
-    return expanded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`gnkit molecules train|eval|predict ...`; returns the exit status."""
-    import sys
-
-    return experiments.run(DEMO, expand_short_flags(sys.argv[1:] if argv is None else argv))
+    return experiments.run(DEMO, argv)
