@@ -136,6 +136,18 @@ def test_each_model_trains_on_the_batches_made_for_its_name(tmp_path):
     assert results["slope"]["a"] != pytest.approx(shared_a, rel=1e-3)
 
 
+def test_each_model_trains_under_its_own_config(tmp_path):
+    updates = {"slope": 4, "offset": 6}
+    own_config = dataclasses.replace(LINE, report_best=False, model_config=lambda name, config,
+                                     data: dataclasses.replace(config, updates=updates[name]))
+    results = experiments.run_verb(_demo(own_config), "train", LineConfig(), tmp_path / "run",
+                                   progress=False)
+    assert {name: result["update"] for name, result in results.items()} == updates
+    a, _ = _sgd_by_hand("slope", LineConfig(), 4)
+    assert results["slope"]["a"] == pytest.approx(a, rel=1e-5)
+    assert experiments.run_verb(_demo(own_config), "eval", None, tmp_path / "run") == results
+
+
 def test_latest_state_when_the_report_asks_for_it(tmp_path):
     latest = dataclasses.replace(LINE, report_best=False)
     results = experiments.run_verb(_demo(latest), "train", LineConfig(), tmp_path / "run",

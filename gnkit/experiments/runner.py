@@ -61,6 +61,9 @@ class Comparison:
       examples_per_step: `config -> int`, examples per update (for throughput in the log).
       log_every: updates between log lines (at most `config.eval_every_updates`).
       report_best: whether `report` gets each model's best validated state (else its latest).
+      model_config: `(name, config, data) -> config`, the config model `name` trains under
+        (its own `updates`, `eval_every_updates`, ...) and the other callables get for it;
+        None: the run's config for every model.
     """
 
     load_data: Callable[[Any, RunDir, bool], Any]
@@ -73,6 +76,11 @@ class Comparison:
     examples_per_step: Callable[[Any], int]
     log_every: int = 100
     report_best: bool = True
+    model_config: Callable[[str, Any, Any], Any] | None = None
+
+    def config_of(self, name: str, config, data):
+        """The config model `name` trains under (`model_config`, else `config`)."""
+        return config if self.model_config is None else self.model_config(name, config, data)
 
 
 def initial_state(comparison: Comparison, name: str, config, data) -> training.TrainingState:
@@ -194,7 +202,9 @@ def trained_states(comparison: Comparison, config, run_dir: RunDir, data) -> dic
     """
     best = comparison.report_best
     return {
-        name: trained_state(comparison, name, config, run_dir, data, best)
+        name: trained_state(
+            comparison, name, comparison.config_of(name, config, data), run_dir, data, best
+        )
         for name in config.models
     }
 
@@ -265,7 +275,8 @@ def comparison_verbs(comparison: Comparison) -> list[Verb]:
     def train(config, run_dir: RunDir, options: Options) -> dict:
         data = comparison.load_data(config, run_dir, options.progress)
         for name in config.models:
-            train_model(comparison, name, config, data, run_dir, options)
+            model_config = comparison.config_of(name, config, data)
+            train_model(comparison, name, model_config, data, run_dir, options)
         states = trained_states(comparison, config, run_dir, data)
         return comparison.report(config, run_dir, options, states, data)
 

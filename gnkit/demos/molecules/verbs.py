@@ -16,8 +16,8 @@ from gnkit.demos.molecules.report import report
 from gnkit.demos.molecules.training import predict_rows, replicate
 from gnkit.experiments import runner
 
-# The runner's callables take each replicate's `training.Replicate` as their config; `train`
-# and `eval` below hand it over. `log_every` is capped at a replicate's epoch: one log a epoch.
+# The runner's callables take each replicate's `training.Replicate` as their config
+# (`model_config`). `log_every` is capped at a replicate's epoch: one log an epoch.
 COMPARISON = runner.Comparison(
     load_data=load_data,
     init=training.init,
@@ -28,31 +28,8 @@ COMPARISON = runner.Comparison(
     report=report,
     examples_per_step=lambda run: run.config.batch_size,
     log_every=2**62,
+    model_config=lambda name, config, data: replicate(config, data, name),
 )
-
-
-def trained_states(config, run_dir: experiments.RunDir, data) -> dict:
-    """`{"seed<s>": state}`: each replicate's best validated state (`UsageError` if one has
-    no checkpoint)."""
-    return {
-        name: runner.trained_state(COMPARISON, name, replicate(config, data, name), run_dir, data)
-        for name in config.models
-    }
-
-
-def train(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
-    """Train every replicate in turn with the runner (resuming), then test them all."""
-    data = load_data(config, run_dir, options.progress)
-    for name in config.models:
-        run = replicate(config, data, name)
-        runner.train_model(COMPARISON, name, run, data, run_dir, options)
-    return report(config, run_dir, options, trained_states(config, run_dir, data), data)
-
-
-def evaluate(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
-    """Test the replicates of a finished run again."""
-    data = load_data(config, run_dir, options.progress)
-    return report(config, run_dir, options, trained_states(config, run_dir, data), data)
 
 
 def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
@@ -67,7 +44,7 @@ def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -
     # The attention's slots do not change the parameters: room for the largest new molecule.
     step = models.make_predict(config, max(data.max_atoms, int(graphs.n_node.max())))
     rows = np.arange(len(smiles))
-    states = trained_states(config, run_dir, data)
+    states = runner.trained_states(COMPARISON, config, run_dir, data)
     per_seed = {}
     for seed, name in zip(config.replicate_seeds, config.models, strict=True):
         per_seed[seed] = predict_rows(
@@ -101,12 +78,7 @@ DEMO = experiments.Demo(
     "Molecular property regression (ESOL, FreeSolv, Lipophilicity): D-MPNN, GINE, GCN, GAT, GPS.",
     presets=CONFIGS,
     verbs=[
-        experiments.Verb(
-            "train", train, "train each replicate (resumes from --run-dir), then test"
-        ),
-        experiments.Verb(
-            "eval", evaluate, "test the replicates of a finished run", run_dir="existing"
-        ),
+        *runner.comparison_verbs(COMPARISON),
         experiments.Verb(
             "predict",
             predict,
