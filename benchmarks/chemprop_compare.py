@@ -16,8 +16,9 @@ is its Python API as its CLI builds it (cached featurisation, Lightning trainer 
 
 Timed (wall, per epoch, training only: from an epoch's first batch to its last update, validation
 excluded), reported as the median over epochs 2..N (the first holds gnkit's compilation).
-chemprop runs at each torch thread count of `--threads` for `--probe-epochs` epochs on the first
-seed first (unless `--threads` names one count); the full runs use the fastest. Printed: test
+chemprop runs at each torch thread count of `--threads` for `--probe-epochs` epochs on each data
+set's first split first (unless `--threads` names one count); that data set's runs use the
+fastest. gnkit runs with `gnkit.tuning.use_fast_allocator()`, as its demo does. Printed: test
 RMSE and MAE per seed, mean +- std (population), seconds per epoch and their ratio (chemprop /
 gnkit), CPU-minutes of each side.
 Beside them, `gnkit_default`: gnkit's default recipe (the same model with RDKit descriptors
@@ -38,7 +39,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from gnkit import chem
+from gnkit import chem, tuning
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, steps_per_epoch, train_batches
@@ -189,6 +190,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-default", action="store_true")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    tuning.use_fast_allocator()  # as `gnkit molecules train` does: this loop is its own
     seeds = [int(s) for s in args.seeds.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
     recipes = {"gnkit": dataclasses.replace(CONFIGS["chemprop"], epochs=args.epochs)}
@@ -203,8 +205,8 @@ def main(argv=None) -> dict:
         "rows": {},
     }
     work = Path(tempfile.mkdtemp(prefix="chemprop_compare_"))
-    best_threads = threads[0] if len(threads) == 1 else None
     for name in args.data.split(","):
+        best_threads = threads[0] if len(threads) == 1 else None
         dataset = _dataset(name, args.max_molecules)
         graphs = chem.molecule_graphs(dataset.smiles, "chemprop", descriptors=True)
         csv_path = dataset.to_csv(work / f"{name}.csv")
@@ -231,7 +233,9 @@ def main(argv=None) -> dict:
                             for count in threads
                         }
                         best_threads = min(probes, key=probes.get)
-                        results["chemprop_thread_probe_seconds_per_epoch"] = probes
+                        results.setdefault("chemprop_thread_probe_seconds_per_epoch", {})[
+                            name
+                        ] = probes
                         print(f"chemprop seconds per epoch by torch threads: {probes}")
                     run = run_chemprop(
                         csv_path,
