@@ -14,8 +14,9 @@ Hidden states live on directed edges. With `x` the node features, `e` the edge f
 
 so each edge's message leaves out the edge that points back along it. `reverse_edges[e]` is the
 index of edge `e`'s reverse. Graphs from `gnkit.chem` store each bond as the edge pair `2k`,
-`2k + 1`, so the default `reverse_edges` is `arange(E) ^ 1` (`paired_reverse_edges`), which
-also holds in a batch and after padding to an even edge count. For any other layout,
+`2k + 1`, so the default reverses are `arange(E) ^ 1` (`paired_reverse_edges`), which also
+holds in a batch and after padding to an even edge count; then the block swaps the rows of each
+pair in place of a gather, whose gradient would be a scatter. For any other layout,
 `reverse_edge_index` finds the reverses on the host. Jittable on padded batches: padding edges
 only reach padding nodes, so real outputs do not depend on the padding.
 """
@@ -35,6 +36,16 @@ def paired_reverse_edges(n_edge: int) -> jax.Array:
     """`[n_edge]` int32 `arange(n_edge) ^ 1`: the reverses of edges stored as pairs `2k`,
     `2k + 1` (gnkit.chem's and chemprop's layout). Jittable (`n_edge` static)."""
     return jnp.arange(n_edge, dtype=jnp.int32) ^ 1
+
+
+def swap_edge_pairs(values: jax.Array) -> jax.Array:
+    """`values[paired_reverse_edges(E)]` for `[E, ...]` values with `E` even, as a reshape
+    (its gradient is the same swap, not a scatter). Jittable."""
+    n_edge = values.shape[0]
+    if n_edge % 2:
+        raise ValueError(f"edges stored as reverse pairs must be even in number, got {n_edge}")
+    pairs = values.reshape(n_edge // 2, 2, *values.shape[1:])
+    return pairs[:, ::-1].reshape(values.shape)
 
 
 def reverse_edge_index(senders: np.ndarray, receivers: np.ndarray) -> np.ndarray:
@@ -84,7 +95,9 @@ def bond_message_passing(
         require(graph, "nodes", "edges", "senders", "receivers", block="bond_message_passing")
         n_node = graph.nodes.shape[0]
         if reverse_edges is None:
-            reverse_edges = paired_reverse_edges(graph.senders.shape[0])
+            reverse = swap_edge_pairs
+        else:
+            reverse = lambda hidden: hidden[reverse_edges]  # noqa: E731
 
         def incoming_sum(hidden):
             return jax.ops.segment_sum(hidden, graph.receivers, n_node)
@@ -92,7 +105,7 @@ def bond_message_passing(
         initial = input_fn(jnp.concatenate([graph.nodes[graph.senders], graph.edges], axis=-1))
         hidden = activation(initial)
         for _ in range(depth - 1):
-            messages = incoming_sum(hidden)[graph.senders] - hidden[reverse_edges]
+            messages = incoming_sum(hidden)[graph.senders] - reverse(hidden)
             hidden = activation(initial + hidden_fn(messages))
         node_messages = incoming_sum(hidden)
         nodes = activation(output_fn(jnp.concatenate([graph.nodes, node_messages], axis=-1)))

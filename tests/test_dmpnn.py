@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from gnkit.batching import pad_with_graphs
-from gnkit.dmpnn import bond_message_passing, paired_reverse_edges, reverse_edge_index
+from gnkit.dmpnn import (
+    bond_message_passing,
+    paired_reverse_edges,
+    reverse_edge_index,
+    swap_edge_pairs,
+)
 from gnkit.graph import GraphsTuple
 from gnkit.nn.dmpnn import DMPNN, graph_readout
 
@@ -73,6 +78,32 @@ def test_reverse_edge_index_matches_pairs_and_names_a_missing_reverse():
     np.testing.assert_array_equal(shuffled, [3, 2, 1, 0, 4])
     with pytest.raises(ValueError, match=r"edge 0 \(0 -> 1\) has no reverse edge"):
         reverse_edge_index(np.array([0, 1]), np.array([1, 2]))
+
+
+def test_swapping_pairs_equals_the_reverse_gather_with_its_gradient():
+    values = jnp.asarray(RNG.normal(size=(6, 4)), jnp.float32)
+    np.testing.assert_array_equal(swap_edge_pairs(values), values[paired_reverse_edges(6)])
+    weights = jnp.asarray(RNG.normal(size=(6, 4)), jnp.float32)
+    swapped = jax.grad(lambda v: (swap_edge_pairs(v) * weights).sum())(values)
+    np.testing.assert_array_equal(swapped, np.asarray(weights)[[1, 0, 3, 2, 5, 4]])
+    with pytest.raises(ValueError, match="even in number, got 5"):
+        swap_edge_pairs(values[:5])
+
+
+def test_default_reverses_equal_explicit_pair_indices_in_value_and_gradient():
+    w_i, w_h, w_o = (jnp.asarray(RNG.normal(size=shape), jnp.float32)
+                     for shape in ((5, 4), (4, 4), (7, 3)))
+
+    def total(weights, reverse_edges):
+        block = bond_message_passing(
+            lambda z: z @ weights[0], lambda z: z @ weights[1], lambda z: z @ weights[2]
+        )
+        return block(GRAPH, reverse_edges).nodes.sum()
+
+    default = jax.value_and_grad(total)((w_i, w_h, w_o), None)
+    explicit = jax.value_and_grad(total)((w_i, w_h, w_o), jnp.asarray(paired_reverse_edges(6)))
+    for ours, theirs in zip(jax.tree.leaves(default), jax.tree.leaves(explicit), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
 
 def test_padding_leaves_real_outputs_unchanged():
