@@ -3,6 +3,7 @@
     python -m benchmarks.chemprop_compare [--data esol,freesolv] [--splits random,scaffold]
         [--seeds 0,1,2] [--epochs 50] [--default-epochs N] [--threads 1,2]
         [--probe-epochs 3] [--json PATH] [--no-chemprop] [--no-default] [--max-molecules N]
+    python -m benchmarks.chemprop_compare --merge A.json B.json ... --json PATH
 
 For each data set and split kind, the splits of `--seeds` are made with `gnkit.chem` (equal to
 chemprop's own `make_split_indices`), written as chemprop's splits file, and read back by both
@@ -23,7 +24,10 @@ RMSE and MAE per seed, mean +- std (population), seconds per epoch and their rat
 gnkit), CPU-minutes of each side.
 Beside them, `gnkit_default`: gnkit's default recipe (the same model with RDKit descriptors
 beside the pooled atoms, at the recipe's own epochs unless `--default-epochs`) on the same
-splits (left out with `--no-default`). Host.
+splits (left out with `--no-default`).
+`--merge` joins the records of earlier runs on other seeds (same epochs) into one: each row of
+the `--data` sets, its seeds in order and its summaries over all of them, without a speed ratio
+(runs at different times saw different loads). Host.
 """
 
 from __future__ import annotations
@@ -189,7 +193,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-chemprop", action="store_true")
     parser.add_argument("--no-default", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--merge", nargs="+", metavar="RECORD")
     args = parser.parse_args(argv)
+    if args.merge:
+        records = [json.loads(Path(path).read_text()) for path in args.merge]
+        results = merge(records, args.data.split(","))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+        for key, summary in results["rows"].items():
+            print(format_row(*key.rsplit("_", 1), summary))
+        return results
     tuning.use_fast_allocator()  # as `gnkit molecules train` does: this loop is its own
     seeds = [int(s) for s in args.seeds.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
@@ -254,9 +267,44 @@ def main(argv=None) -> dict:
     return results
 
 
-def _row_summary(row: dict) -> dict:
+def merge(records: list[dict], data: list[str] | None = None) -> dict:
+    """One record of several runs' records (same epochs): each row (of the data sets `data`,
+    default all) joins the runs that hold it, on disjoint seeds, with its seeds in order and its
+    summaries over all of them; no speed ratio."""
+    epochs = {record["epochs"] for record in records}
+    default_epochs = {record.get("default_epochs") for record in records} - {None}
+    if len(epochs) > 1 or len(default_epochs) > 1:
+        raise ValueError(f"the records trained different epochs: {epochs}, {default_epochs}")
+    keys = dict.fromkeys(key for record in records for key in record["rows"])
+    rows = {}
+    for key in keys:
+        if data is not None and key.rsplit("_", 1)[0] not in data:
+            continue
+        parts = [(record["seeds"], record["rows"][key]) for record in records
+                 if key in record["rows"]]
+        seeds = [seed for part_seeds, _ in parts for seed in part_seeds]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"row {key}: the records share seeds: {sorted(seeds)}")
+        sides = [side for side in parts[0][1] if side in ("gnkit", "gnkit_default", "chemprop")]
+        if any(sorted(set(part) & {"gnkit", "gnkit_default", "chemprop"}) != sorted(sides)
+               for _, part in parts):
+            raise ValueError(f"row {key}: the records ran different sides")
+        order = np.argsort(seeds, kind="stable")
+        row = {}
+        for side in sides:
+            runs = [run for _, part in parts for run in part[side]["per_seed"]]
+            row[side] = [runs[i] for i in order]
+        rows[key] = {**_row_summary(row, speed=False), "seeds": sorted(seeds),
+                     "seeds_finished": len(seeds)}
+    return {"epochs": epochs.pop(),
+            "default_epochs": default_epochs.pop() if default_epochs else None,
+            "seeds": sorted({seed for row in rows.values() for seed in row["seeds"]}),
+            "rows": rows}
+
+
+def _row_summary(row: dict, speed: bool = True) -> dict:
     summary = {side: _summary(runs) for side, runs in row.items() if runs}
-    if "chemprop" in summary:
+    if speed and "chemprop" in summary:
         summary["speedup"] = (
             summary["chemprop"]["seconds_per_epoch"] / summary["gnkit"]["seconds_per_epoch"]
         )
