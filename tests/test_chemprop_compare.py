@@ -1,5 +1,6 @@
-"""benchmarks.chemprop_compare stays runnable: a tiny run of gnkit's side (always) and of both
-sides with the thread probe per data set (where chemprop is installed: the bench extra)."""
+"""benchmarks.chemprop_compare and benchmarks.dmpnn stay runnable: tiny runs of gnkit's side
+(always) and of both tools with the thread probe per data set (where chemprop is installed: the
+bench extra); the merge of records on other seeds."""
 
 import json
 import math
@@ -79,3 +80,13 @@ def test_merge_refuses_shared_seeds_and_different_epochs():
     other = {**_record([2], [0.3]), "epochs": 100}
     with pytest.raises(ValueError, match="different epochs"):
         chemprop_compare.merge([_record([0, 1], [0.1, 0.2]), other])
+
+
+def test_dmpnn_benchmark_times_both_reverses_on_a_real_batch():
+    from benchmarks import dmpnn
+
+    (result,) = dmpnn.main(
+        ["--data", "freesolv", "--rounds", "1", "--steps", "1", "--max-molecules", "80"]
+    ).values()
+    assert result["edges"] % 2 == 0 and result["nodes"] > 0
+    assert set(result["milliseconds"]) == {"swap", "gather"}
