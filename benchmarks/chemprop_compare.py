@@ -49,8 +49,12 @@ from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, steps_per_epoch, train_batches
 from gnkit.demos.molecules.training import errors, predict_rows
 
+# The tools a row compares (a row's other keys are summaries of them).
+SIDES = ("gnkit", "gnkit_default", "chemprop")
 
-def _dataset(name: str, max_molecules: int) -> chem.MoleculeDataset:
+
+def shipped_dataset(name: str, max_molecules: int = 0) -> chem.MoleculeDataset:
+    """The shipped data set `name`, its first `max_molecules` molecules only when nonzero."""
     dataset = chem.load_dataset(name)
     if max_molecules:
         dataset = chem.MoleculeDataset(
@@ -220,7 +224,7 @@ def main(argv=None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="chemprop_compare_"))
     for name in args.data.split(","):
         best_threads = threads[0] if len(threads) == 1 else None
-        dataset = _dataset(name, args.max_molecules)
+        dataset = shipped_dataset(name, args.max_molecules)
         graphs = chem.molecule_graphs(dataset.smiles, "chemprop", descriptors=True)
         csv_path = dataset.to_csv(work / f"{name}.csv")
         for kind in args.splits.split(","):
@@ -285,9 +289,8 @@ def merge(records: list[dict], data: list[str] | None = None) -> dict:
         seeds = [seed for part_seeds, _ in parts for seed in part_seeds]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"row {key}: the records share seeds: {sorted(seeds)}")
-        sides = [side for side in parts[0][1] if side in ("gnkit", "gnkit_default", "chemprop")]
-        if any(sorted(set(part) & {"gnkit", "gnkit_default", "chemprop"}) != sorted(sides)
-               for _, part in parts):
+        sides = [side for side in SIDES if side in parts[0][1]]
+        if any([side for side in SIDES if side in part] != sides for _, part in parts):
             raise ValueError(f"row {key}: the records ran different sides")
         order = np.argsort(seeds, kind="stable")
         row = {}

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks.chemprop_compare import shipped_dataset
 from gnkit import chem, tuning
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, train_batches
@@ -73,11 +74,7 @@ def time_calls(functions: dict, weights, rounds: int, steps: int) -> dict:
 def first_batch(name: str, max_molecules: int = 0):
     """The padded first training batch (seed 0, random split) of data set `name`."""
     config = dataclasses.replace(CONFIGS["chemprop"], data=name)
-    dataset = chem.load_dataset(name)
-    if max_molecules:
-        dataset = dataclasses.replace(
-            dataset, smiles=dataset.smiles[:max_molecules], targets=dataset.targets[:max_molecules]
-        )
+    dataset = shipped_dataset(name, max_molecules)
     graphs = chem.molecule_graphs(dataset.smiles, "chemprop")
     split = chem.random_split(len(dataset), seed=0)
     data = molecule_data(config, dataset, graphs, {0: split})

@@ -54,7 +54,9 @@ def _record(seeds, rmse):
 
 
 def test_merge_joins_seeds_in_order_and_summarises_them_all():
-    merged = chemprop_compare.merge([_record([3, 4], [0.4, 0.5]), _record([0, 1, 2], [0.1, 0.2, 0.3])])
+    merged = chemprop_compare.merge(
+        [_record([3, 4], [0.4, 0.5]), _record([0, 1, 2], [0.1, 0.2, 0.3])]
+    )
     assert merged["seeds"] == [0, 1, 2, 3, 4]
     row = merged["rows"]["esol_random"]
     assert [run["rmse"] for run in row["gnkit"]["per_seed"]] == [0.1, 0.2, 0.3, 0.4, 0.5]
