@@ -94,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     No arguments or `-h` / `--help`: the demos with a line each (exit 0). `--version`: the
     installed version. An unknown demo or a missing `demos` extra: one line on stderr naming
-    it (the nearest demo, or the install command), exit 2, nothing imported or run.
+    it (the nearest demo, or the install command), exit 2, nothing imported or run; a demo
+    that cannot be imported without another extra (`gnkit.extras.MissingExtraError`): that
+    error's one line, exit 2.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -110,7 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"gnkit {argv[0]}: error: {demo_extras_message(missing)}", file=sys.stderr)
         return 2
-    return importlib.import_module(DEMOS[argv[0]][0]).main(argv[1:])
+    try:
+        demo = importlib.import_module(DEMOS[argv[0]][0])
+    except ModuleNotFoundError as error:
+        from gnkit.extras import MissingExtraError
+
+        if not isinstance(error, MissingExtraError):
+            raise
+        print(f"gnkit {argv[0]}: error: {error}", file=sys.stderr)
+        return 2
+    return demo.main(argv[1:])
 
 
 if __name__ == "__main__":

@@ -12,15 +12,19 @@ that read these graphs are `gnkit.dmpnn` (functional) and `gnkit.nn.DMPNN` (Flax
 - `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped).
 """
 
-from gnkit.chem.datasets import MoleculeDataset, load_dataset
-from gnkit.chem.graphs import (
+from gnkit.extras import import_optional
+
+import_optional("rdkit", "gnkit.chem")
+
+from gnkit.chem.datasets import MoleculeDataset, load_dataset  # noqa: E402
+from gnkit.chem.graphs import (  # noqa: E402
     InvalidSmilesError,
     MoleculeGraphs,
     molecule_graphs,
     parse_smiles,
     smiles_to_graph,
 )
-from gnkit.chem.splits import (
+from gnkit.chem.splits import (  # noqa: E402
     murcko_scaffold,
     random_split,
     read_splits_file,

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gnkit import extras
 from gnkit.cli import demo_extras_message, missing_demo_extras
 from gnkit.experiments.checkpoints import report_checkpoints, trained_updates
 from gnkit.experiments.config import check_config, describe_fields
@@ -345,6 +346,8 @@ def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
 
     tuning.use_fast_allocator_for_training()
     args = _parse(demo, argv)
+    if demo.extra is not None:
+        extras.require(demo.extra, f"the {demo.name} demo")
     verb = demo.verb(args.verb)
     config, run_dir, preset = _resolve(demo, verb, args)
     stdout = sys.stdout
@@ -440,8 +443,8 @@ def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
     SIGINT / SIGTERM while the verb runs set `options.should_stop`
     (`gnkit.train.stop_on_signals`, entered here and nowhere else); the first signal puts the
     previous handlers back, so a second Ctrl-C interrupts at once (status 130). A missing
-    package of the `demos` extra is one line naming the install command, status 2, before
-    anything runs.
+    package of the `demos` extra, or of the demo's own (`Demo.extra`), is one line naming the
+    install command, status 2, before anything runs (`--help` works without the demo's own).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     missing = missing_demo_extras()
@@ -451,7 +454,7 @@ def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
     try:
         with stop_on_signals() as should_stop:
             return _run_verb(demo, argv, should_stop)
-    except UsageError as error:
+    except (UsageError, extras.MissingExtraError) as error:
         print(f"gnkit {demo.name}: error: {error}", file=sys.stderr)
         return 2
     except TrainingStopped as stopped:

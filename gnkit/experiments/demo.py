@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gnkit.experiments.overrides import check_settable, field_types
+from gnkit.extras import EXTRAS
 from gnkit.experiments.run_dir import RunDir
 
 RunDirUse = Literal["create", "existing"] | None
@@ -114,6 +115,8 @@ class Demo:
       flag_fields: config fields that also get a flag of their own, `--FIELD VALUE`
         (underscores as dashes), the same as `--set FIELD=VALUE`: the one or two fields a
         user changes on most runs.
+      extra: the gnkit extra the verbs need beyond `demos` (a key of `gnkit.extras.EXTRAS`,
+        e.g. `"chem"`), checked before a verb runs; the demo's `--help` works without it.
     """
 
     name: str
@@ -123,6 +126,7 @@ class Demo:
     default_preset: str | None = None
     preset_notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     flag_fields: tuple[str, ...] = ()
+    extra: str | None = None
 
     def __post_init__(self):
         if not self.presets:
@@ -147,6 +151,9 @@ class Demo:
         unknown = sorted(set(self.flag_fields) - set(field_types(config_type)))
         if unknown:
             raise ValueError(f"demo {self.name}: flag_fields {unknown} are not config fields")
+        if self.extra is not None and self.extra not in EXTRAS:
+            raise ValueError(f"demo {self.name}: extra {self.extra!r} unknown; expected one of "
+                             f"{', '.join(EXTRAS)}")
 
     @property
     def config_type(self) -> type:

@@ -7,11 +7,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gnkit import chem, experiments, positional
+from gnkit import experiments, positional
 from gnkit.demos.molecules.config import MoleculesConfig
+
+if TYPE_CHECKING:  # gnkit.chem needs the chem extra; the functions import it when they run
+    from gnkit import chem
 
 # Padded batch sizes are rounded up to these multiples, so the steps compile a few times only.
 NODE_BUCKET = 128
@@ -44,6 +48,8 @@ class MoleculeData:
 
 
 def _splits(config: MoleculesConfig, smiles) -> dict[int, chem.splits.Split]:
+    from gnkit import chem
+
     if config.splits_file:
         with experiments.reading_file(Path(config.splits_file), "a chemprop splits file"):
             loaded = chem.read_splits_file(config.splits_file)
@@ -66,6 +72,8 @@ def _splits(config: MoleculesConfig, smiles) -> dict[int, chem.splits.Split]:
 def load_data(config: MoleculesConfig, run_dir: experiments.RunDir, progress: bool):
     """The data of a run: graphs cached under `run_dir/features/`, splits in
     `run_dir/splits.json` (chemprop's format, one entry per replicate, in seed order)."""
+    from gnkit import chem
+
     dataset = chem.load_dataset(config.data)
     if config.max_molecules:
         dataset = dataclasses.replace(

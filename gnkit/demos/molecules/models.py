@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from gnkit import chem
 from gnkit.batching import get_graph_padding_mask
 from gnkit.demos.molecules.config import POSITIONAL_WIDTH, MoleculesConfig
 from gnkit.graph import GraphsTuple
@@ -57,8 +56,10 @@ class MoleculeModel(nn.Module):
         elif config.model == "gps":
             graph = self._gps(graph, positional)
         else:
-            atoms = chem.features.OGB_ATOM_VOCABULARY if ogb else None
-            bonds = chem.features.OGB_BOND_VOCABULARY if ogb else None
+            from gnkit.chem import features  # the chem extra, imported once a model is built
+
+            atoms = features.OGB_ATOM_VOCABULARY if ogb else None
+            bonds = features.OGB_BOND_VOCABULARY if ogb else None
             graph = graph._replace(nodes=AtomEmbedding(width, atoms)(graph.nodes))
             if config.model == "gine":
                 graph = graph._replace(edges=AtomEmbedding(width, bonds)(graph.edges))
@@ -85,9 +86,11 @@ class MoleculeModel(nn.Module):
                 f"(max_atoms={self.max_atoms}, positional given: {positional is not None})"
             )
         if config.features == "ogb":
+            from gnkit.chem import features
+
             width = config.gps_hidden_size
-            atoms = AtomEmbedding(width, chem.features.OGB_ATOM_VOCABULARY)(graph.nodes)
-            bonds = AtomEmbedding(width, chem.features.OGB_BOND_VOCABULARY)(graph.edges)
+            atoms = AtomEmbedding(width, features.OGB_ATOM_VOCABULARY)(graph.nodes)
+            bonds = AtomEmbedding(width, features.OGB_BOND_VOCABULARY)(graph.edges)
             graph = graph._replace(nodes=atoms, edges=bonds)
         rwse = config.positional == "rwse"
         gps = GPS(

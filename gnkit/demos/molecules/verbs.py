@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gnkit import chem, experiments
+from gnkit import experiments
 from gnkit.demos.molecules import models, training
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import load_data, positional_encodings
@@ -34,6 +34,8 @@ COMPARISON = runner.Comparison(
 
 def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -> dict:
     """Each replicate's prediction (target units) for the `--smiles` strings, and their mean."""
+    from gnkit import chem  # the chem extra (the demo's `--help` works without it)
+
     smiles = options.flags.smiles
     try:
         graphs = chem.molecule_graphs(smiles, config.features, descriptors=config.descriptors)
@@ -89,6 +91,7 @@ DEMO = experiments.Demo(
     ],
     # `--data esol` is short for `--set data=esol`, and so on.
     flag_fields=("data", "split", "model", "seeds"),
+    extra="chem",
 )
 
 

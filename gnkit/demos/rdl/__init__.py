@@ -45,6 +45,7 @@ DEMO = experiments.Demo(
     verbs=verbs.verbs(COMPARISON),
     preset_notes=PRESET_NOTES,
     flag_fields=("task",),
+    extra="rdl",
 )
 
 __all__ = ["COMPARISON", "CONFIGS", "DEMO", "RDLConfig", "main"]
