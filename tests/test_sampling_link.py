@@ -5,8 +5,9 @@ k-hop neighbourhood with every edge among its nodes."""
 import jax
 import numpy as np
 import pytest
-from test_sampling import check_edges_exist, random_graph, real_edges
+from test_sampling import check_edges_exist, random_graph, real_edges, row_hops
 
+import gnkit as gn
 from gnkit.sampling import LinkNeighborSampler, khop_subgraph, pair_keys
 
 
@@ -38,6 +39,52 @@ def test_pairs_hold_the_positive_edges_and_their_negatives(subgraph):
         blocked = pair_keys(graph.senders[positives], graph.receivers[positives], 120)
         assert not np.isin(sampled, blocked).any()
     assert len(shapes) == 1 and len(sampler) == 9
+
+
+def remaining_edges(graph, node, blocked):
+    """Brute force: the edges into `node` that join no pair of `blocked` (`pair_keys`)."""
+    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    incoming = np.flatnonzero(receivers == node)
+    return incoming[~np.isin(pair_keys(senders[incoming], node, 120), blocked)]
+
+
+@pytest.mark.parametrize("subgraph", ["disjoint", "shared"])
+def test_removing_seed_edges_draws_the_fanout_from_the_remaining_edges(subgraph):
+    graph = random_graph()
+    fanouts = (3, 2)
+    sampler = LinkNeighborSampler(graph, fanouts, 16, num_negatives=1, subgraph=subgraph, seed=1)
+    cases = set()
+    for index in range(3):
+        sample = sampler.batch(0, index)
+        positives = sampler.edges[sampler.epoch_order(0)[index * 16 : (index + 1) * 16]]
+        blocked = pair_keys(graph.senders[positives], graph.receivers[positives], 120)
+        ids = sample.subgraph.global_id
+        _, receivers, edge_ids = real_edges(sample.subgraph)
+        # Disjoint: every row of the first hop too; shared: the seed rows (nothing cut there).
+        hops = row_hops(sample.subgraph, 48)
+        rows = np.flatnonzero(hops < (len(fanouts) if subgraph == "disjoint" else 1))
+        for row in rows[(rows >= 48) | sample.subgraph.seed_mask[np.minimum(rows, 47)]]:
+            remaining = remaining_edges(graph, ids[row], blocked)
+            drawn = edge_ids[receivers == row]
+            assert set(drawn) <= set(remaining) and np.unique(drawn).size == drawn.size
+            assert drawn.size == min(fanouts[hops[row]], remaining.size), (row, ids[row])
+            cases.add(remaining.size > fanouts[hops[row]])
+    assert cases == {True, False}, "both cases occur in these batches"
+
+
+def test_removed_seed_edges_leave_uniform_draws_over_the_rest():
+    # Node 10 receives from 0..9; each of 500 copies of the pair (3, 10) draws 3 of the other 9.
+    graph = gn.GraphsTuple(nodes=None, edges=None, senders=np.arange(10),
+                           receivers=np.full(10, 10), globals=None, n_node=np.array([11]),
+                           n_edge=np.array([10]))
+    sampler = LinkNeighborSampler(graph, (3,), 500, num_negatives=0)
+    sample = sampler.sample(np.full(500, 3), np.full(500, 10), rng=0)
+    senders, receivers, _ = real_edges(sample.subgraph)
+    drawn = sample.subgraph.global_id[senders[receivers >= 500]]
+    assert drawn.size == 1500 and 3 not in drawn
+    counts = np.bincount(drawn, minlength=10)
+    # 1,500 draws, 166.7 expected for each of the 9; binomial sd ~ 12, so 5 sd is 60.
+    assert np.abs(np.delete(counts, 3) - 1500 / 9).max() < 60, counts
 
 
 def test_seed_edges_are_kept_when_asked():

@@ -13,15 +13,16 @@ import dataclasses
 import numpy as np
 
 from gnkit.graph import GraphsTuple, num_nodes
+from gnkit.sampling import _checks as checks
 
 
-def _as_times(values, length: int, name: str) -> np.ndarray:
-    times = np.asarray(values)
-    if times.shape != (length,):
-        raise ValueError(f"{name} must have shape [{length}]; got {times.shape}.")
-    if not np.issubdtype(times.dtype, np.number):
-        raise TypeError(f"{name} must be numeric; got dtype {times.dtype}.")
-    return times
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every stored position of `rows` `[n]`, concatenated, and the index into `rows` of each."""
+    starts = indptr[rows]
+    counts = indptr[rows + 1] - starts
+    owner = np.repeat(np.arange(rows.size), counts)
+    firsts = np.cumsum(counts) - counts
+    return starts[owner] + np.arange(owner.size) - firsts[owner], owner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,12 +96,12 @@ class CSRGraph:
                              f"[0, {num_receivers}).")
         usable = None
         if sender_time is not None:
-            usable = _as_times(sender_time, num_senders, "node_time")[senders]
+            usable = checks.times(sender_time, num_senders, "node_time")[senders]
         if edge_time is not None:
-            edge_time = _as_times(edge_time, senders.shape[0], "edge_time")
+            edge_time = checks.times(edge_time, senders.shape[0], "edge_time")
             usable = edge_time if usable is None else np.maximum(usable, edge_time)
         if node_time is not None:
-            node_time = _as_times(node_time, num_receivers, "node_time")
+            node_time = checks.times(node_time, num_receivers, "node_time")
         # Primary key the receiver (the row), then the usable time (or the sender, for a stable
         # order without time), then the edge id.
         secondary = senders if usable is None else usable

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gnkit.sampling.csr import CSRGraph
+from gnkit.sampling.csr import CSRGraph, row_positions
 from gnkit.sampling.one_hop import Strategy, sample_one_hop
 
 
@@ -44,22 +44,27 @@ def pair_keys(first: np.ndarray, second: np.ndarray, num_nodes: int) -> np.ndarr
     return np.minimum(first, second) * num_nodes + np.maximum(first, second)
 
 
-def _not_excluded(keys: np.ndarray, excluded: np.ndarray | None) -> np.ndarray:
-    if excluded is None or excluded.size == 0:
-        return np.ones(keys.shape, bool)
-    where = np.minimum(np.searchsorted(excluded, keys), excluded.size - 1)
-    return excluded[where] != keys
+def pair_positions(store: CSRGraph, keys: np.ndarray | None) -> np.ndarray | None:
+    """The positions in `store` of every edge joining a pair of `keys` (sorted `pair_keys`).
+
+    Both directions: the rows of both ends of every pair are scanned. Returns sorted int64
+    `[m]` positions (the rows come in order), or None for None.
+    """
+    if keys is None:
+        return None
+    if keys.size == 0:
+        return np.zeros(0, np.int64)
+    ends = np.unique(np.concatenate([keys // store.num_nodes, keys % store.num_nodes]))
+    positions, owner = row_positions(store.indptr, ends)
+    found = pair_keys(store.senders[positions], ends[owner], store.num_nodes)
+    where = np.minimum(np.searchsorted(keys, found), keys.size - 1)
+    return positions[keys[where] == found]
 
 
 def _hop(store, ids, valid, times, fanout, rng, strategy, excluded):
     """Sampled neighbours `[n, fanout]` of `ids`, their edge ids and validity."""
-    positions, mask = sample_one_hop(store, ids, valid, fanout, rng, times, strategy)
-    neighbours = store.senders[positions]
-    edge_ids = store.edge_ids[positions]
-    if excluded is not None:
-        keys = pair_keys(neighbours, np.repeat(ids[:, None], fanout, axis=1), store.num_nodes)
-        mask &= _not_excluded(keys, excluded)
-    return neighbours, edge_ids, mask
+    positions, mask = sample_one_hop(store, ids, valid, fanout, rng, times, strategy, excluded)
+    return store.senders[positions], store.edge_ids[positions], mask
 
 
 def expand_disjoint(
@@ -83,12 +88,13 @@ def expand_disjoint(
       seed_times: `[S]` or None; with it, every hop draws only edges usable at its seed's time.
       strategy: "uniform" or "last" (see `sample_one_hop`).
       excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never drawn,
-        in either direction; or None.
+        in either direction (taken out of each row before its draw); or None.
 
     Returns:
       The `Expansion`: `S` seed rows, then the sampled rows of hop 1, hop 2, ...
     """
     n_seed = seeds.shape[0]
+    excluded = pair_positions(store, excluded_pairs)
     layer_ids, layer_valid = np.where(seed_mask, seeds, -1).astype(np.int64), seed_mask.copy()
     layer_roots, layer_times = np.arange(n_seed), seed_times
     node_ids, roots = [layer_ids], [layer_roots]
@@ -96,7 +102,7 @@ def expand_disjoint(
     layer_rows, next_row = np.arange(n_seed), n_seed
     for fanout in fanouts:
         neighbours, hop_edges, mask = _hop(
-            store, layer_ids, layer_valid, layer_times, fanout, rng, strategy, excluded_pairs
+            store, layer_ids, layer_valid, layer_times, fanout, rng, strategy, excluded
         )
         mask = mask.reshape(-1)
         count = int(mask.sum())
@@ -149,12 +155,14 @@ def expand_shared(
       rng: the generator of the draws.
       max_nodes: the most real rows (seed slots included).
       max_edges: the most real edges.
-      excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never drawn.
+      excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never drawn,
+        in either direction (taken out of each row before its draw); or None.
 
     Returns:
       The `Expansion`.
     """
     n_seed = seeds.shape[0]
+    excluded = pair_positions(store, excluded_pairs)
     local = np.full(store.num_nodes, -1, np.int64)
     seed_ids = np.where(seed_mask, seeds, -1).astype(np.int64)
     if np.unique(seed_ids[seed_mask]).size != int(seed_mask.sum()):
@@ -170,7 +178,7 @@ def expand_shared(
             break
         neighbours, hop_edges, mask = _hop(
             store, frontier_ids, np.ones(frontier_rows.size, bool), None, fanout, rng,
-            "uniform", excluded_pairs,
+            "uniform", excluded,
         )
         mask = mask.reshape(-1)
         neighbours = neighbours.reshape(-1)[mask]

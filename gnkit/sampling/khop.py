@@ -9,17 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from gnkit.graph import GraphsTuple
-from gnkit.sampling.csr import CSRGraph
+from gnkit.sampling import _checks as checks
+from gnkit.sampling.csr import CSRGraph, row_positions
 from gnkit.sampling.subgraph import SampledSubgraph, assemble
-
-
-def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every stored position of `rows` `[n]`, concatenated, and the index into `rows` of each."""
-    starts = indptr[rows]
-    counts = indptr[rows + 1] - starts
-    owner = np.repeat(np.arange(rows.size), counts)
-    firsts = np.cumsum(counts) - counts
-    return starts[owner] + np.arange(owner.size) - firsts[owner], owner
 
 
 def khop_subgraph(
@@ -40,7 +32,7 @@ def khop_subgraph(
 
     Args:
       graph: the source graph; its features are gathered.
-      seeds: int `[S]` distinct node ids, `S <= max_nodes`.
+      seeds: int `[S]` distinct node ids in `[0, N)`, `S <= max_nodes`.
       k: hops, `>= 0`.
       max_nodes: the most real rows.
       max_edges: the most real edges.
@@ -50,12 +42,13 @@ def khop_subgraph(
       The `SampledSubgraph` (`root`: the seed slot whose search first reached each row).
     """
     store = store or CSRGraph.from_graph(graph)
-    seeds = np.asarray(seeds, np.int64)
-    if seeds.ndim != 1 or np.unique(seeds).size != seeds.size or seeds.size > max_nodes:
-        raise ValueError(f"seeds must be 1-D distinct ids, at most max_nodes={max_nodes}; got "
-                         f"shape {seeds.shape}.")
-    if k < 0:
-        raise ValueError(f"k must be >= 0; got {k}.")
+    k = checks.count(k, "k", 0)
+    max_nodes = checks.count(max_nodes, "max_nodes", 1)
+    max_edges = checks.count(max_edges, "max_edges", 0)
+    seeds = checks.ids(seeds, store.num_nodes, "seeds", most=max_nodes)
+    unique, counts = np.unique(seeds, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"seeds must be distinct ids; got {unique[counts > 1][0]} more than once.")
     local = np.full(store.num_nodes, -1, np.int64)
     local[seeds] = np.arange(seeds.size)
     node_ids, roots = [seeds], [np.arange(seeds.size)]

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gnkit.graph import GraphsTuple
+from gnkit.sampling import _checks as checks
 from gnkit.sampling.csr import CSRGraph
 from gnkit.sampling.expansion import pair_keys
 from gnkit.sampling.neighbor import NeighborSampler, SubgraphKind
@@ -73,9 +74,8 @@ class LinkNeighborSampler:
         remove_seed_edges: bool = True,
         store: CSRGraph | None = None,
     ):
-        if num_negatives < 0:
-            raise ValueError(f"num_negatives must be >= 0; got {num_negatives}.")
-        self.batch_size, self.num_negatives = int(batch_size), int(num_negatives)
+        self.batch_size = checks.count(batch_size, "batch_size", 1)
+        self.num_negatives = checks.count(num_negatives, "num_negatives", 0)
         self.neighbors = NeighborSampler(
             graph, fanouts, self.batch_size * (2 + self.num_negatives), shuffle=False,
             seed=seed, subgraph=subgraph, store=store,
@@ -84,11 +84,8 @@ class LinkNeighborSampler:
         if self.store.is_temporal:
             raise ValueError("LinkNeighborSampler samples without time; got a temporal store.")
         n_edge = self.store.num_edges
-        self.edges = (np.arange(n_edge) if edges is None else np.asarray(edges)).astype(np.int64)
-        if self.edges.ndim != 1 or (
-            self.edges.size and not 0 <= self.edges.min() <= self.edges.max() < n_edge
-        ):
-            raise ValueError(f"edges must be a 1-D array of edge ids in [0, {n_edge}).")
+        self.edges = (np.arange(n_edge, dtype=np.int64) if edges is None
+                      else checks.ids(edges, n_edge, "edges"))
         self.shuffle, self.seed, self.remove_seed_edges = shuffle, int(seed), remove_seed_edges
         self.senders = np.asarray(graph.senders, np.int64)
         self.receivers = np.asarray(graph.receivers, np.int64)
@@ -109,13 +106,12 @@ class LinkNeighborSampler:
         self, sources, destinations, rng: np.random.Generator | int = 0
     ) -> LinkSample:
         """The sample around up to `B` positive pairs `sources` / `destinations` `[b]`."""
-        sources = np.asarray(sources, np.int64)
-        destinations = np.asarray(destinations, np.int64)
-        if sources.shape != destinations.shape or sources.ndim != 1 or (
-            sources.size > self.batch_size
-        ):
-            raise ValueError(f"sources and destinations must be 1-D, equal, at most "
-                             f"{self.batch_size} long; got {sources.shape}, {destinations.shape}.")
+        n_node = self.store.num_nodes
+        sources = checks.ids(sources, n_node, "sources", most=self.batch_size)
+        destinations = checks.ids(destinations, n_node, "destinations", most=self.batch_size)
+        if sources.shape != destinations.shape:
+            raise ValueError(f"sources and destinations must have the same length; got "
+                             f"{sources.size} and {destinations.size}.")
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         b, k, n = self.batch_size, self.num_negatives, self.store.num_nodes
         real = np.arange(b) < sources.size

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 
 from gnkit.graph import GraphsTuple, num_nodes
+from gnkit.sampling import _checks as checks
 from gnkit.sampling.csr import CSRGraph
 from gnkit.sampling.expansion import Expansion, expand_disjoint, expand_shared
 from gnkit.sampling.one_hop import STRATEGIES, Strategy
@@ -34,13 +35,6 @@ def tree_sizes(fanouts: Sequence[int], n_seed: int) -> tuple[int, int]:
     return n_seed * (1 + edges), n_seed * edges
 
 
-def check_fanouts(fanouts) -> tuple[int, ...]:
-    fanouts = tuple(int(fanout) for fanout in fanouts)
-    if not fanouts or min(fanouts) < 1:
-        raise ValueError(f"fanouts must be one or more positive counts; got {fanouts}.")
-    return fanouts
-
-
 class NeighborSampler:
     """Samples a padded subgraph around each batch of seed nodes. Host NumPy.
 
@@ -57,9 +51,11 @@ class NeighborSampler:
 
     Args:
       graph: the source graph; its `nodes` / `edges` features are gathered into each sample.
-      fanouts: edges drawn per node at each hop, `(f1, f2, ...)`.
+      fanouts: edges drawn per node at each hop, `(f1, f2, ...)`, ints >= 1: PyG's
+        `num_neighbors` list, without its -1 (every neighbour, no fixed shape); a bare int is
+        refused, write `(f,)` for one hop.
       batch_size: seed slots per batch, `S`.
-      seeds: int `[n]` the nodes an epoch iterates over (default: every node).
+      seeds: int `[n]` the node ids in `[0, N)` an epoch iterates over (default: every node).
       shuffle: a fresh permutation of `seeds` per epoch.
       seed: the base of every random draw.
       subgraph: "disjoint" or "shared".
@@ -92,24 +88,19 @@ class NeighborSampler:
         drop_last: bool = False,
         store: CSRGraph | None = None,
     ):
-        self.fanouts = check_fanouts(fanouts)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive; got {batch_size}.")
+        self.fanouts = checks.fanouts(fanouts)
+        self.batch_size = checks.count(batch_size, "batch_size", 1)
         if subgraph not in ("disjoint", "shared"):
             raise ValueError(f"subgraph must be 'disjoint' or 'shared'; got {subgraph!r}.")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}.")
         self.graph = graph
         self.store = store or CSRGraph.from_graph(graph, node_time, edge_time)
-        self.batch_size, self.shuffle, self.seed = int(batch_size), shuffle, int(seed)
+        self.shuffle, self.seed = shuffle, int(seed)
         self.subgraph, self.strategy, self.drop_last = subgraph, strategy, drop_last
-        self.seeds = (np.arange(num_nodes(graph)) if seeds is None else np.asarray(seeds)).astype(
-            np.int64
-        )
-        if self.seeds.ndim != 1 or (
-            self.seeds.size and not 0 <= self.seeds.min() <= self.seeds.max() < num_nodes(graph)
-        ):
-            raise ValueError(f"seeds must be a 1-D array of node ids in [0, {num_nodes(graph)}).")
+        n_node = num_nodes(graph)
+        self.seeds = (np.arange(n_node, dtype=np.int64) if seeds is None
+                      else checks.ids(seeds, n_node, "seeds"))
         self.seed_time = self._seed_times(seed_time)
         if self.store.is_temporal and subgraph != "disjoint":
             raise ValueError("temporal sampling is disjoint per seed; got subgraph='shared'.")
@@ -119,7 +110,10 @@ class NeighborSampler:
         if subgraph == "shared":
             nodes = min(nodes, self.batch_size + self.store.num_nodes)
             edges = min(edges, self.store.num_edges)
-            nodes, edges = max_nodes or nodes, max_edges or edges
+            if max_nodes is not None:
+                nodes = checks.count(max_nodes, "max_nodes", 1)
+            if max_edges is not None:
+                edges = checks.count(max_edges, "max_edges", 0)
         elif max_nodes is not None or max_edges is not None:
             raise ValueError("max_nodes / max_edges apply to subgraph='shared' only.")
         if nodes < self.batch_size:
@@ -136,12 +130,7 @@ class NeighborSampler:
             if self.store.node_time is None:
                 raise ValueError("temporal sampling with edge_time alone needs seed_time.")
             return self.store.node_time[self.seeds]
-        seed_time = np.asarray(seed_time)
-        if seed_time.shape != self.seeds.shape:
-            raise ValueError(
-                f"seed_time must have shape {self.seeds.shape}; got {seed_time.shape}."
-            )
-        return seed_time
+        return checks.times(seed_time, self.seeds.size, "seed_time")
 
     @property
     def node_budget(self) -> int:
@@ -175,7 +164,7 @@ class NeighborSampler:
           seed_times: `[S]` or None; with it, every hop draws only edges usable at its seed's
             time (disjoint subgraphs only; a shared subgraph ignores it).
           excluded_pairs: sorted int64 keys (`pair_keys`) of node pairs whose edges are never
-            drawn, in either direction; or None.
+            drawn, in either direction: each row draws from its other edges; or None.
 
         Returns:
           The `Expansion`: `S` seed rows, then the sampled rows hop by hop.
@@ -191,13 +180,15 @@ class NeighborSampler:
     ) -> SampledSubgraph:
         """The padded sample around up to `batch_size` seed ids `[s]` (times `[s]` if temporal).
 
-        `rng` is a NumPy generator or an int seed for one.
+        `rng` is a NumPy generator or an int seed for one. Ids outside `[0, N)`, float ids and
+        seed times of another length than the seeds are refused.
         """
-        seeds = np.asarray(seeds, np.int64)
-        if seeds.ndim != 1 or seeds.size > self.batch_size:
-            raise ValueError(f"seeds must be 1-D with at most {self.batch_size} ids; got "
-                             f"shape {seeds.shape}.")
-        if self.store.is_temporal and seed_times is None:
+        seeds = checks.ids(seeds, self.store.num_nodes, "seeds", most=self.batch_size)
+        if seed_times is not None:
+            if not self.store.is_temporal:
+                raise ValueError("seed_times needs node_time or edge_time.")
+            seed_times = checks.times(seed_times, seeds.size, "seed_times")
+        elif self.store.is_temporal:
             if self.store.node_time is None:
                 raise ValueError("temporal sampling with edge_time alone needs seed_times.")
             seed_times = self.store.node_time[seeds]

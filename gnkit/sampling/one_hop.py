@@ -3,7 +3,9 @@
 Without replacement: a node with at most `fanout` usable edges keeps all of them; a node with
 more gets `fanout` distinct ones, drawn uniformly with Floyd's algorithm run over all rows at
 once (`fanout` draws per row, whatever the degree), or its `fanout` most recent ones ("last").
-With times, the usable edges of a row are the prefix up to the row's time. Host NumPy.
+With times, the usable edges of a row are the prefix up to the row's time; excluded edges are
+taken out of a row before the draw, so a row still gets `min(fanout, usable edges left)`.
+Host NumPy.
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ def _floyd_offsets(degree: np.ndarray, fanout: int, rng: np.random.Generator) ->
     return chosen
 
 
+def _skip_excluded(offsets, start, first, count, excluded):
+    """Maps offsets among a row's edges that are left (`[n, fanout]`) to offsets in the row.
+
+    Row `i` has `count[i]` excluded positions, `excluded[first[i] : first[i] + count[i]]`
+    (sorted); an offset moves one place up for each excluded offset at or below it, in order.
+    """
+    rows = np.flatnonzero(count > 0)
+    moved = offsets[rows]
+    for j in range(int(count[rows].max())):
+        present = j < count[rows]
+        skipped = excluded[np.where(present, first[rows] + j, 0)] - start[rows]
+        moved += present[:, None] & (skipped[:, None] <= moved)
+    offsets[rows] = moved
+    return offsets
+
+
 def sample_one_hop(
     store: CSRGraph,
     nodes: np.ndarray,
@@ -37,6 +55,7 @@ def sample_one_hop(
     rng: np.random.Generator,
     times: np.ndarray | None = None,
     strategy: Strategy = "uniform",
+    excluded: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Samples up to `fanout` incoming edges of each of `nodes`. Host NumPy.
 
@@ -50,6 +69,8 @@ def sample_one_hop(
         `<=` it) are drawn for node `i`.
       strategy: "uniform" (distinct edges, uniformly) or "last" (the most recent ones; needs
         times).
+      excluded: sorted int64 positions into `store.senders` never drawn, or None; a row draws
+        from its usable edges less these.
 
     Returns:
       `(positions, mask)`: int64 `[n, fanout]` positions into `store.senders` /
@@ -64,6 +85,11 @@ def sample_one_hop(
     else:
         degree = store.usable_degree(nodes, times)
     degree = np.where(valid, degree, 0)
+    count = None
+    if excluded is not None and excluded.size:
+        first = np.searchsorted(excluded, start)
+        count = np.searchsorted(excluded, start + degree) - first
+        degree = degree - count
     slots = np.arange(fanout)
     mask = slots[None, :] < degree[:, None]
     if strategy == "last":
@@ -73,5 +99,7 @@ def sample_one_hop(
         large = degree > fanout
         if large.any():
             offsets[large] = _floyd_offsets(degree[large], fanout, rng)
+    if count is not None and count.any():
+        offsets = _skip_excluded(offsets, start, first, count, excluded)
     positions = np.where(mask, start[:, None] + offsets, 0)
     return positions, mask

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from jax.tree_util import tree_map
 
+from gnkit.sampling import _checks as checks
 from gnkit.sampling.csr import CSRGraph
 from gnkit.sampling.one_hop import STRATEGIES, Strategy, sample_one_hop
 from gnkit.typed_graph import Budget, Context, EdgeSet, NodeSet, TypedGraph, pad_to_budget
@@ -64,11 +65,12 @@ class TypedNeighborSampler:
 
     Args:
       graph: the source `TypedGraph` (one graph); features, times and ids are gathered.
-      fanouts: `{edge set (key or unique name): (f1, f2, ...)}`, one count per hop, every tuple
-        of the same length; edge sets left out are not sampled.
+      fanouts: `{edge set (key or unique name): (f1, f2, ...)}`, ints >= 1, one per hop (PyG's
+        `num_neighbors` dict, without its -1), every tuple of the same length; edge sets left
+        out are not sampled.
       batch_size: seed slots per batch, `S`.
       seed_set: the node set the seeds come from.
-      seeds: int `[n]` rows of `seed_set` an epoch iterates over (default: all).
+      seeds: int `[n]` rows of `seed_set` an epoch iterates over, in `[0, rows)` (default: all).
       shuffle: a fresh permutation of `seeds` per epoch.
       seed: the base of every random draw.
       temporal: bound every hop by the seed's time (`NodeSet.time` / `EdgeSet.time`; the seed
@@ -92,22 +94,23 @@ class TypedNeighborSampler:
         if seed_set not in graph.nodes:
             raise KeyError(f"seed_set {seed_set!r} is not a node set; node sets: "
                            f"{sorted(graph.nodes)}.")
-        self.fanouts = {key: tuple(int(f) for f in counts)
+        self.fanouts = {key: checks.fanouts(counts, f"fanouts[{key.name!r}]")
                         for key, counts in edge_keys_by(fanouts, graph.edges, "fanouts").items()}
         hops = {len(counts) for counts in self.fanouts.values()}
-        if len(hops) != 1 or 0 in hops or min(min(c) for c in self.fanouts.values()) < 1:
-            raise ValueError(f"fanouts must give every edge set the same number (>= 1) of "
-                             f"positive counts; got {self.fanouts}.")
+        if len(hops) != 1:
+            raise ValueError(f"fanouts must give every edge set the same number of hops; got "
+                             f"{self.fanouts}.")
         if strategy not in STRATEGIES or (strategy == "last" and not temporal):
             raise ValueError(f"strategy must be one of {STRATEGIES} ('last' needs temporal); "
                              f"got {strategy!r}.")
-        self.graph, self.seed_set, self.batch_size = graph, seed_set, int(batch_size)
+        self.graph, self.seed_set = graph, seed_set
+        self.batch_size = checks.count(batch_size, "batch_size", 1)
         self.num_hops = hops.pop()
         self.shuffle, self.seed = shuffle, int(seed)
         self.temporal, self.strategy = temporal, strategy
         n_seed_rows = node_rows(graph.nodes[seed_set])
-        self.seeds = (np.arange(n_seed_rows) if seeds is None else np.asarray(seeds)).astype(
-            np.int64)
+        self.seeds = (np.arange(n_seed_rows, dtype=np.int64) if seeds is None
+                      else checks.ids(seeds, n_seed_rows, "seeds"))
         if temporal and graph.nodes[seed_set].time is None:
             raise ValueError(f"temporal sampling needs node set {seed_set!r} to have time.")
         self.stores = {}
@@ -145,11 +148,12 @@ class TypedNeighborSampler:
         return -(-self.seeds.size // self.batch_size)
 
     def sample(self, seeds, rng: np.random.Generator | int = 0) -> TypedSample:
-        """The padded sample below up to `batch_size` rows `seeds` `[s]` of the seed set."""
-        seeds = np.asarray(seeds, np.int64)
-        if seeds.ndim != 1 or seeds.size > self.batch_size:
-            raise ValueError(f"seeds must be 1-D with at most {self.batch_size} ids; got "
-                             f"shape {seeds.shape}.")
+        """The padded sample below up to `batch_size` rows `seeds` `[s]` of the seed set.
+
+        Rows outside the seed set and float ids are refused.
+        """
+        seeds = checks.ids(seeds, node_rows(self.graph.nodes[self.seed_set]), "seeds",
+                           most=self.batch_size)
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         mask = np.arange(self.batch_size) < seeds.size
         slot_ids = np.full(self.batch_size, -1, np.int64)
