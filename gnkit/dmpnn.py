@@ -15,9 +15,9 @@ Hidden states live on directed edges. With `x` the node features, `e` the edge f
 so each edge's message leaves out the edge that points back along it. `reverse_edges[e]` is the
 index of edge `e`'s reverse. Graphs from `gnkit.chem` store each bond as the edge pair `2k`,
 `2k + 1`, so the default reverses are `arange(E) ^ 1` (`paired_reverse_edges`), which also
-holds in a batch and after padding to an even edge count; then the block swaps the rows of each
-pair in place of a gather, whose gradient would be a scatter. For any other layout,
-`reverse_edge_index` finds the reverses on the host. Jittable on padded batches: padding edges
+holds in a batch and after padding to an even edge count (every `BucketPolicy` edge budget is
+even); then the block swaps the rows of each pair in place of a gather, whose gradient would be
+a scatter. For any other layout, `reverse_edge_index` finds the reverses on the host. Jittable on padded batches: padding edges
 only reach padding nodes, so real outputs do not depend on the padding.
 """
 
@@ -43,7 +43,10 @@ def swap_edge_pairs(values: jax.Array) -> jax.Array:
     (its gradient is the same swap, not a scatter). Jittable."""
     n_edge = values.shape[0]
     if n_edge % 2:
-        raise ValueError(f"edges stored as reverse pairs must be even in number, got {n_edge}")
+        raise ValueError(
+            f"edges stored as reverse pairs must be even in number, got {n_edge}: pad to an even "
+            "n_edge (BucketPolicy's edge budgets are even) or pass reverse_edges"
+        )
     pairs = values.reshape(n_edge // 2, 2, *values.shape[1:])
     return pairs[:, ::-1].reshape(values.shape)
 

@@ -163,3 +163,26 @@ def test_module_equals_chemprops_bond_message_passing_with_copied_weights():
         np.testing.assert_allclose(out.nodes[:n_real], expected_nodes.numpy(), rtol=1e-10)
         pooled = graph_readout(out, "norm")[: len(smiles)]
         np.testing.assert_allclose(pooled, expected_pooled.numpy(), rtol=1e-10)
+
+
+def test_bucketed_molecule_batches_keep_reverse_pairs_for_every_default_bucket():
+    pytest.importorskip("rdkit")
+    from gnkit import chem
+    from gnkit.batching import BucketPolicy, pad_to_bucket
+
+    smiles = chem.load_dataset("esol").smiles
+    graphs = chem.molecule_graphs(smiles[:32])
+    model = DMPNN(hidden_size=8, depth=3)
+    params = model.init(jax.random.PRNGKey(0), graphs.batch(range(4)))
+    apply = jax.jit(model.apply)
+    for size in (4, 16, 32):  # ESOL's first 16 molecules have 506 edges: rung 3, 629 raw
+        batch = graphs.batch(range(size))
+        padded = pad_to_bucket(batch, BucketPolicy())
+        assert padded.senders.shape[0] % 2 == 0
+        np.testing.assert_array_equal(padded.senders[paired_reverse_edges(len(padded.senders))],
+                                      padded.receivers)
+        n_real = int(batch.n_node.sum())
+        np.testing.assert_allclose(
+            apply(params, padded).nodes[:n_real], model.apply(params, batch).nodes,
+            rtol=1e-5, atol=1e-6,
+        )

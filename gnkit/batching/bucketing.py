@@ -18,15 +18,19 @@ from gnkit.batching.batch_unbatch import batch_np
 from gnkit.batching.padding import pad_with_graphs
 from gnkit.graph import GraphsTuple, num_edges
 
+# Edge budgets are multiples of 2, so that edges stored as reverse pairs stay paired.
+_EDGE_MULTIPLE = 2
 
 @dataclasses.dataclass(frozen=True)
 class BucketPolicy:
     """Rounds padded (nodes, edges, graphs) budgets up a geometric ladder.
 
     Rung `k` of the ladder holds `ceil(min_nodes * growth**k)` nodes, `ceil(min_edges *
-    growth**k)` edges and `ceil(min_graphs * growth**k)` graphs. `round` picks, for a batch, the
-    lowest rung with room for its edges and for one more node and graph than it has (the padding
-    graph that `pad_with_graphs` needs).
+    growth**k)` edges rounded up to an even number, and `ceil(min_graphs * growth**k)` graphs.
+    Even edge budgets keep edges stored as reverse pairs (`2k`, `2k + 1`: `gnkit.chem`'s
+    molecules, which `gnkit.dmpnn` swaps pair by pair) paired after padding, for one edge slot
+    at most. `round` picks, for a batch, the lowest rung with room for its edges and for one
+    more node and graph than it has (the padding graph that `pad_with_graphs` needs).
 
     With `shared_rung=True` (default) the three budgets climb together: the rung is the highest
     any of them needs, so a stream spanning `R` rungs compiles at most `R` times. This pads
@@ -42,7 +46,7 @@ class BucketPolicy:
     Attributes:
       growth: the ratio between rungs, above 1; smaller pads less and compiles more often.
       min_nodes: node budget of rung 0 (at least 1).
-      min_edges: edge budget of rung 0 (at least 1).
+      min_edges: edge budget of rung 0 (at least 1; rounded up to even).
       min_graphs: graph budget of rung 0 (at least 2: one real graph and the padding graph).
       shared_rung: climb the three budgets together (one rung for all) rather than each on its own
         ladder.
@@ -50,7 +54,8 @@ class BucketPolicy:
     Example:
         With the defaults, a batch of 17 nodes, 16 edges and 3 graphs fits rung 0 (64 nodes, 128
         edges, 4 graphs); 100 nodes need rung 1, `ceil(64 * 1.7) = 109` nodes, and the edges and
-        graphs climb with them (`ceil(128 * 1.7) = 218`, `ceil(4 * 1.7) = 7`):
+        graphs climb with them (`ceil(128 * 1.7) = 218`, `ceil(4 * 1.7) = 7`). Rung 3's edges,
+        `ceil(128 * 1.7**3) = 629`, are rounded up to 630:
 
         >>> import gnkit as gn
         >>> policy = gn.BucketPolicy()
@@ -58,6 +63,8 @@ class BucketPolicy:
         (64, 128, 4)
         >>> policy.round(n_node=100, n_edge=100, n_graph=3)
         (109, 218, 7)
+        >>> policy.sizes(3)
+        (315, 630, 20)
     """
 
     growth: float = 1.7
@@ -75,41 +82,40 @@ class BucketPolicy:
                 f"{self.min_nodes}, {self.min_edges}, {self.min_graphs}."
             )
 
-    def _size(self, minimum: int, rung: int) -> int:
+    def _size(self, minimum: int, rung: int, multiple: int = 1) -> int:
         # Rounding to 9 decimals first keeps float noise (100 * 1.1**2 = 121.00000000000001)
         # from adding a slot.
-        return math.ceil(round(minimum * self.growth**rung, 9))
+        size = math.ceil(round(minimum * self.growth**rung, 9))
+        return -(-size // multiple) * multiple
 
-    def _rung(self, minimum: int, needed: int) -> int:
-        if needed <= minimum:
-            return 0
-        rung = max(0, math.floor(math.log(needed / minimum, self.growth)) - 1)
-        while self._size(minimum, rung) < needed:
+    def _rung(self, minimum: int, needed: int, multiple: int = 1) -> int:
+        """The lowest rung whose size is at least `needed` (sizes grow with the rung)."""
+        rung = max(0, math.floor(math.log(max(needed, 1) / minimum, self.growth)))
+        while rung > 0 and self._size(minimum, rung - 1, multiple) >= needed:
+            rung -= 1
+        while self._size(minimum, rung, multiple) < needed:
             rung += 1
         return rung
 
     def sizes(self, rung: int) -> tuple[int, int, int]:
-        """(nodes, edges, graphs) budgets of one rung of the ladder."""
+        """(nodes, edges, graphs) budgets of one rung of the ladder; edges are even."""
         return (
             self._size(self.min_nodes, rung),
-            self._size(self.min_edges, rung),
+            self._size(self.min_edges, rung, _EDGE_MULTIPLE),
             self._size(self.min_graphs, rung),
         )
 
     def round(self, n_node: int, n_edge: int, n_graph: int) -> tuple[int, int, int]:
         """Padded (nodes, edges, graphs) for a batch of `n_node` nodes, `n_edge` edges and
-        `n_graph` graphs (real totals). Always `> n_node`, `>= n_edge`, `> n_graph`."""
+        `n_graph` graphs (real totals). Always `> n_node`, `>= n_edge` (and even), `> n_graph`."""
         rungs = (
             self._rung(self.min_nodes, int(n_node) + 1),
-            self._rung(self.min_edges, int(n_edge)),
+            self._rung(self.min_edges, int(n_edge), _EDGE_MULTIPLE),
             self._rung(self.min_graphs, int(n_graph) + 1),
         )
         if self.shared_rung:
             return self.sizes(max(rungs))
-        minimums = (self.min_nodes, self.min_edges, self.min_graphs)
-        return tuple(
-            self._size(minimum, rung) for minimum, rung in zip(minimums, rungs, strict=True)
-        )
+        return tuple(self.sizes(rung)[field] for field, rung in enumerate(rungs))
 
 
 def _real_sizes(graph: GraphsTuple) -> tuple[int, int, int]:
@@ -209,7 +215,8 @@ def batch_stream(
       graphs: NumPy graphs (or small batches) to group.
       policy: the bucket ladder each batch's real size is rounded up on.
       max_nodes: the cap on a padded batch's nodes (room for `max_nodes - 1` real ones).
-      max_edges: the cap on a padded batch's edges.
+      max_edges: the cap on a padded batch's edges, used as given (keep it even for edges
+        stored as reverse pairs, as the policy's budgets are).
       max_graphs: the cap on a padded batch's graphs, at least 2.
 
     Returns:
