@@ -24,7 +24,7 @@ from gnkit.rdl import (  # noqa: E402
     task_table,
     with_seeds,
 )
-from gnkit.rdl.graph import ALWAYS  # noqa: E402
+from gnkit.rdl.times import NEVER  # noqa: E402
 from gnkit.typed_graph import EdgeSetKey  # noqa: E402
 
 
@@ -63,8 +63,8 @@ def test_tables_become_node_sets_and_foreign_keys_edge_sets_both_ways(shop):
     np.testing.assert_array_equal(backward.receivers, forward.senders)
     np.testing.assert_array_equal(forward.time, [12, 15, 20])  # timed by the order
     assert database.dangling == {"orders.user_id->users": 1}
-    # Dates are days since 1970-01-01; a NULL time means known at every time.
-    np.testing.assert_array_equal(graph.nodes["users"].time, [10, 20, ALWAYS])
+    # Dates are seconds since 1970-01-01; a NULL time is after every seed.
+    np.testing.assert_array_equal(graph.nodes["users"].time, [10 * 86400, 20 * 86400, NEVER])
     np.testing.assert_array_equal(graph.nodes["orders"].time, [12, 15, 20, 21, 22])
     assert database.keys["users"] == {(1,): 0, (2,): 1, (3,): 2}
 
@@ -114,6 +114,29 @@ def test_schema_errors_name_the_table_and_column(shop, table, message):
     with pytest.raises(SchemaError, match=None) as error:
         database_graph(connection, Schema((table,)))
     assert message in str(error.value)
+
+
+def test_a_foreign_key_typed_otherwise_than_its_key_is_a_schema_error(shop):
+    connection, schema = shop
+    connection.execute("ALTER TABLE orders ALTER user_id TYPE VARCHAR")
+    # DuckDB would join them (casting the text to integers); the graph refuses to guess.
+    joined = "SELECT count(*) FROM orders o JOIN users u ON o.user_id = u.id"
+    assert connection.execute(joined).fetchone() == (3,)
+    with pytest.raises(SchemaError) as error:
+        database_graph(connection, schema)
+    assert ("table 'orders': foreign key user_id->users: column 'user_id' is VARCHAR and the "
+            "key column 'users.id' it refers to is INTEGER") in str(error.value)
+
+
+@pytest.mark.parametrize("kind", ["BIGINT", "DOUBLE", "DECIMAL(10, 2)"])
+def test_numeric_foreign_keys_match_their_key_as_duckdb_joins_them(shop, kind):
+    connection, schema = shop
+    connection.execute(f"ALTER TABLE orders ALTER user_id TYPE {kind}")
+    joined = connection.execute("SELECT o.rowid, u.rowid FROM orders o JOIN users u "
+                                "ON o.user_id = u.id ORDER BY o.rowid").fetchall()
+    graph = database_graph(connection, schema).graph
+    forward = graph.edges[EdgeSetKey("user_id->users", ("orders", "users"))]
+    assert list(zip(forward.senders.tolist(), forward.receivers.tolist(), strict=True)) == joined
 
 
 def test_tasks_join_seeds_to_their_entities_and_errors_name_the_task(shop):

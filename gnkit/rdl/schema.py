@@ -3,9 +3,9 @@
 A `Table` names its primary key (one or more columns, or none), its foreign keys (columns that
 point at another table's primary key), the column that times each row (an integer such as a
 season, or a date or timestamp), and the columns to leave out (identifiers, free text, columns
-that encode the future). `check_schema` reads only the connection's catalogue and a few counts,
-and turns every mistake into one `SchemaError` that names the table, the column or the key,
-before any work. Host.
+that encode the future). `check_schema` reads only the connection's catalogue, a few counts and
+the time columns' ranges, and turns every mistake into one `SchemaError` that names the table,
+the column or the key, before any work. Host.
 """
 
 from __future__ import annotations
@@ -13,10 +13,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from gnkit.rdl import times
+
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 TIME_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE")
+NUMERIC_KEY_TYPES = (*INTEGER_TYPES, *FLOAT_TYPES, "DECIMAL")
 
 
 class SchemaError(ValueError):
@@ -121,8 +126,10 @@ def check_schema(connection, schema: Schema) -> dict[str, dict[str, str]]:
 
     Raises:
       SchemaError: a table or column that does not exist, a primary key that is not unique or
-        has NULLs, a foreign key that names a table outside the schema or whose width differs
-        from the referenced key, or a time column that is not an integer, date or timestamp.
+        has NULLs, a foreign key that names a table outside the schema, whose width differs
+        from the referenced key or a column of which has another type than the key column it
+        refers to (any two numeric types match, by value), or a time column that is not an
+        integer, date or timestamp or whose times do not fit int32 (`gnkit.rdl.times`).
     """
     names = [table.name for table in schema.tables]
     if len(set(names)) != len(names):
@@ -144,12 +151,14 @@ def check_schema(connection, schema: Schema) -> dict[str, dict[str, str]]:
                     f"table {table.name!r}: foreign key {key.name} has {len(key.columns)} "
                     f"column(s), the primary key of {key.table!r} {list(target.primary_key)}"
                 )
+            _check_key_types(table, key, own, types[key.table], target.primary_key)
         if table.time_column is not None:
             _check_columns(table, own, (table.time_column,), "time")
             kind = own[table.time_column]
             if kind not in INTEGER_TYPES and not kind.startswith(TIME_TYPES):
                 raise SchemaError(f"table {table.name!r}: time column {table.time_column!r} is "
                                   f"{kind}; expected an integer, a DATE or a TIMESTAMP")
+            _check_time_range(connection, table)
         if table.primary_key:
             _check_unique(connection, table)
     return types
@@ -168,3 +177,42 @@ def _check_unique(connection, table: Table) -> None:
     if distinct != total:
         raise SchemaError(f"table {table.name!r}: primary key {list(table.primary_key)} is not "
                           f"unique ({total} rows, {distinct} distinct keys)")
+
+
+def _check_key_types(table: Table, key: ForeignKey, own: Mapping[str, str],
+                     referenced: Mapping[str, str], primary_key: Sequence[str]) -> None:
+    """Each referencing column has its key column's type, or both are numeric: the pairs on
+    which matching the fetched values in Python agrees with DuckDB's join (which, for one,
+    casts text to numbers)."""
+    for column, target in zip(key.columns, primary_key, strict=True):
+        kind, target_kind = own[column], referenced[target]
+        numeric = all(k.startswith(NUMERIC_KEY_TYPES) for k in (kind, target_kind))
+        if kind != target_kind and not numeric:
+            raise SchemaError(
+                f"table {table.name!r}: foreign key {key.name}: column {column!r} is {kind} "
+                f"and the key column '{key.table}.{target}' it refers to is {target_kind}; "
+                f"give both the same type (any two numeric types match), e.g. with a CAST in a "
+                f"view"
+            )
+
+
+def _check_time_range(connection, table: Table) -> None:
+    column = quoted(table.time_column)
+    bounds = connection.execute(
+        f"SELECT min({column}) AS low, max({column}) AS high, CAST(min({column}) AS VARCHAR) "
+        f"AS low_text, CAST(max({column}) AS VARCHAR) AS high_text FROM {quoted(table.name)}"
+    ).fetchnumpy()
+    low, high = bounds["low"], bounds["high"]
+    if np.ma.getmaskarray(low).all():
+        return  # no row has a time
+    datetimes = np.issubdtype(np.ma.getdata(low).dtype, np.datetime64)
+    if datetimes:
+        low, high = times.seconds(low, round_up=True), times.seconds(high, round_up=True)
+    if times.ALWAYS <= np.ma.getdata(low)[0] and np.ma.getdata(high)[0] <= times.NEVER:
+        return
+    allowed = (f"int32 seconds since 1970-01-01, {times.DATETIME_RANGE}" if datetimes
+               else f"int32, {times.ALWAYS} to {times.NEVER}")
+    raise SchemaError(
+        f"table {table.name!r}: time column {table.time_column!r} runs from "
+        f"{bounds['low_text'][0]} to {bounds['high_text'][0]}; times must be {allowed}"
+    )

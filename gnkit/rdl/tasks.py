@@ -2,7 +2,10 @@
 
 A task's query returns one row per (entity, seed time) with the entity's key columns, the seed
 time as `seed_time` and the label as `label`, for the seed times it is given (the placeholder
-`{seed_times}` in the query becomes their comma-separated list). The graph a seed sees holds
+`{seed_times}` in the query becomes their comma-separated list). Seed times are the graph's
+(`gnkit.rdl.times`): for dates and timestamps, whole seconds since 1970-01-01 UTC, which the
+query turns back with `make_timestamp(t * 1000000)`; a `seed_time` it returns as a date or
+timestamp is rounded down to the second. The graph a seed sees holds
 only rows timed at or before its seed time: `with_seeds` adds the seeds as a node set of their
 own, each timed by its seed time and joined to its entity's row, so a temporal sampler that
 starts from the seeds bounds every hop by the seed time. Host NumPy and DuckDB.
@@ -16,6 +19,7 @@ from typing import Literal
 
 import numpy as np
 
+from gnkit.rdl import times
 from gnkit.rdl.graph import DatabaseGraph
 from gnkit.typed_graph import EdgeSet, EdgeSetKey, NodeSet
 
@@ -52,7 +56,7 @@ class TaskTable:
 
     Attributes:
       entity_rows: int64 `[n]`, each row's entity as a row of the entity table.
-      seed_time: int32 `[n]`.
+      seed_time: int32 `[n]`, in the graph's time.
       label: float32 `[n]`.
       unmatched: rows whose entity is not in the entity table (dropped).
     """
@@ -71,19 +75,20 @@ def task_table(connection, database: DatabaseGraph, task: EntityTask,
       connection: the database's `duckdb` connection.
       database: the `DatabaseGraph` read from it.
       task: the task.
-      seed_times: the seed times to make rows for.
+      seed_times: the seed times to make rows for, ints in the graph's time.
 
     Returns:
       The `TaskTable`, in the query's order.
 
     Raises:
-      TaskError: the query fails, or lacks the key columns, `seed_time` or `label`.
+      TaskError: the query fails, lacks the key columns, `seed_time` or `label`, returns NULL
+        labels, or seed times that do not fit int32.
     """
     import duckdb
 
-    times = ", ".join(str(int(time)) for time in seed_times)
+    listed = ", ".join(str(int(time)) for time in seed_times)
     try:
-        result = connection.execute(task.query.format(seed_times=times))
+        result = connection.execute(task.query.format(seed_times=listed))
     except duckdb.Error as error:
         raise TaskError(f"task {task.name}: the query failed: {error}") from None
     columns = [column[0] for column in result.description]
@@ -99,8 +104,12 @@ def task_table(connection, database: DatabaseGraph, task: EntityTask,
     label = np.ma.filled(values["label"].astype(np.float64), np.nan)
     if np.isnan(label[found]).any():
         raise TaskError(f"task {task.name}: the query returns NULL labels")
-    return TaskTable(rows[found], np.asarray(values["seed_time"], np.int32)[found],
-                     label[found].astype(np.float32), int(np.sum(~found)))
+    seed_time = times.seconds(values["seed_time"], round_up=False)[found]
+    if seed_time.size and not times.ALWAYS <= seed_time.min() <= seed_time.max() <= times.NEVER:
+        raise TaskError(f"task {task.name}: the query returns seed times from "
+                        f"{seed_time.min()} to {seed_time.max()}; they must fit int32")
+    return TaskTable(rows[found], seed_time.astype(np.int32), label[found].astype(np.float32),
+                     int(np.sum(~found)))
 
 
 def with_seeds(database: DatabaseGraph, entity_table: str, table: TaskTable):
