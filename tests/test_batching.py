@@ -179,6 +179,33 @@ def test_pad_unpad_counts_and_masks_match_jraph(padding):
         np.testing.assert_array_equal(got_jitted, want, err_msg=name)
 
 
+@pytest.mark.parametrize("x64", [False, True])
+def test_padding_counts_have_jraphs_types_on_numpy_and_jax_inputs(x64):
+    # jraph: the graph count is a jnp scalar of the default int type; the node and edge counts
+    # index `n_node` / `n_edge`, so they are NumPy scalars of their dtype for NumPy counts.
+    names = ["graphs", "nodes", "edges"]
+    with jax.enable_x64(x64):
+        padded = jraph.pad_with_graphs(batch_np(random_graphs(4)), 40, 40, 9)
+        inputs = {
+            "numpy int64": padded._replace(
+                n_node=padded.n_node.astype(np.int64), n_edge=padded.n_edge.astype(np.int64)
+            ),
+            "numpy int32": padded,
+            "jax": padded._replace(
+                n_node=jax.numpy.asarray(padded.n_node), n_edge=jax.numpy.asarray(padded.n_edge)
+            ),
+        }
+        for label, graph in inputs.items():
+            for name in names:
+                function = f"get_number_of_padding_with_graphs_{name}"
+                want = getattr(jraph, function)(graph)
+                got = globals()[function](graph)
+                where = f"{function} on {label} counts"
+                assert type(got) is type(want), where
+                assert got.dtype == want.dtype, where
+                assert got == want, where
+
+
 def test_pad_with_graphs_errors_like_jraph():
     batched = batch_np(random_graphs(5))  # 14 nodes, 12 edges, 6 graphs
     jraph_text = "n_graph is 1, which is smaller than minimum value of 2."
@@ -449,6 +476,27 @@ def test_bucket_ladder_hand_checked():
             BucketPolicy(**bad)
 
 
+def test_bucket_edge_budgets_are_even_so_reverse_pairs_stay_paired():
+    # The default ladder's rung 3 is 128 * 1.7**3 = 628.864 edges: 629 rounded up, 630 even.
+    policy = BucketPolicy()
+    assert policy.sizes(3) == (315, 630, 20)
+    assert policy.round(n_node=235, n_edge=506, n_graph=16) == (315, 630, 20)
+    assert policy.round(n_node=0, n_edge=630, n_graph=0) == (315, 630, 20)
+    # An odd min_edges is rounded up too: 7, 14, 28 become 8, 14, 28.
+    odd = BucketPolicy(growth=2.0, min_nodes=4, min_edges=7, min_graphs=2, shared_rung=False)
+    assert [odd.sizes(k)[1] for k in range(3)] == [8, 14, 28]
+    assert odd.round(n_node=0, n_edge=8, n_graph=0) == (4, 8, 2)
+    assert odd.round(n_node=0, n_edge=9, n_graph=0) == (4, 14, 2)
+
+
+def test_bucket_round_takes_the_lowest_rung_that_fits():
+    # Nodes on growth 1.1 from 1: ceil(1.1**k) is 2 for k = 1..7 and 3 from k = 8 (2.14), so 2
+    # real nodes (3 slots) need rung 8: (3, ceil(1.1**8) = 3 -> 4 edges, ceil(2 * 1.1**8) = 5).
+    policy = BucketPolicy(growth=1.1, min_nodes=1, min_edges=1, min_graphs=2)
+    assert policy.round(n_node=2, n_edge=0, n_graph=0) == (3, 4, 5)
+    assert policy.sizes(7)[0] == 2
+
+
 @pytest.mark.parametrize("shared_rung", [True, False])
 def test_bucket_ladder_properties(shared_rung):
     policy = BucketPolicy(
@@ -461,11 +509,13 @@ def test_bucket_ladder_properties(shared_rung):
         assert padded[0] > n_node and padded[1] >= n_edge and padded[2] > n_graph
         for size, ladder in zip(padded, ladders, strict=True):
             assert size in ladder
+        assert padded[1] % 2 == 0
         if not shared_rung:
-            for size, need, minimum in zip(
-                padded, (n_node + 1, n_edge, n_graph + 1), (10, 20, 3), strict=True
+            # Rounding up to a whole slot adds < 1; edges add < 1 more to stay even.
+            for size, need, minimum, rounding in zip(
+                padded, (n_node + 1, n_edge, n_graph + 1), (10, 20, 3), (1, 2, 1), strict=True
             ):
-                assert size <= max(minimum, 1.5 * need + 1)
+                assert size <= max(minimum, 1.5 * need + rounding)
 
 
 def test_pad_to_bucket_and_batch_stream():

@@ -2,9 +2,10 @@
 
 jraph's convention: after the real graphs comes one padding graph that holds every padding node
 and edge (padding edges point at the first padding node), then empty graphs. `pad_with_graphs`
-and `unpad_with_graphs` run on the host; the counts and masks are jittable `jnp` functions,
-computed in NumPy when `n_node` / `n_edge` are concrete. Difference from jraph, deliberate:
-`zero_out_padding` selects with `jnp.where`, so NaN or inf in padding rows also become 0.
+and `unpad_with_graphs` run on the host; the counts and masks are jittable, computed in NumPy
+when `n_node` / `n_edge` are concrete, and return the types jraph's do. Difference from jraph,
+deliberate: `zero_out_padding` selects with `jnp.where`, so NaN or inf in padding rows also
+become 0.
 """
 
 from __future__ import annotations
@@ -108,23 +109,18 @@ def pad_with_graphs(graph: GraphsTuple, n_node: int, n_edge: int, n_graph: int =
     )
 
 
-def _host_padding_counts(padded_graph: GraphsTuple) -> tuple[np.integer, np.integer, np.integer]:
+def _host_padding_counts(padded_graph: GraphsTuple) -> tuple[int, np.integer, np.integer]:
     """(padding graphs, padding nodes, padding edges) computed in NumPy.
 
     The padding graph always has at least one node and the graphs after it have none, so it is
-    the last graph with nodes (the last graph if none has nodes).
+    the last graph with nodes (the last graph if none has nodes). The node and edge counts are
+    elements of `n_node` / `n_edge` (NumPy scalars of their dtype).
     """
     n_node = np.asarray(padded_graph.n_node)
     n_edge = np.asarray(padded_graph.n_edge)
     non_empty = np.flatnonzero(n_node)
     first_padding = int(non_empty[-1]) if non_empty.size else n_node.shape[0] - 1
-    return np.int32(n_node.shape[0] - first_padding), n_node[first_padding], n_edge[first_padding]
-
-
-def _to_device(value) -> jax.Array:
-    """`value` as a device array; `jax.device_put` moves NumPy data without compiling anything
-    (`jnp.asarray` compiles a copy per shape)."""
-    return value if isinstance(value, jax.Array) else jax.device_put(value)
+    return n_node.shape[0] - first_padding, n_node[first_padding], n_edge[first_padding]
 
 
 def _padding_counts(padded_graph: GraphsTuple) -> tuple:
@@ -141,23 +137,40 @@ def _padding_counts(padded_graph: GraphsTuple) -> tuple:
     return pad_graphs, n_node[first_padding], jnp.asarray(padded_graph.n_edge)[first_padding]
 
 
+def _like_counts(count, counts):
+    """`count`, an element of `counts`, as jraph's indexing returns it: a NumPy scalar for
+    NumPy `counts`, a `jnp` scalar for `jnp` ones. `jax.device_put` moves it without compiling
+    anything (`jnp.asarray` compiles a copy per shape)."""
+    if isinstance(counts, jax.Array) and not isinstance(count, jax.Array):
+        return jax.device_put(count)
+    return count
+
+
 def get_number_of_padding_with_graphs_graphs(padded_graph: GraphsTuple) -> jax.Array:
     """Number of padding graphs in a graph padded by `pad_with_graphs`: a `jnp` scalar.
 
-    One plus the number of trailing graphs without nodes. Jittable; with concrete `n_node` it is
-    computed in NumPy, so calls on batches of many shapes compile nothing.
+    One plus the number of trailing graphs without nodes; int32, or int64 under `jax_enable_x64`
+    (jraph's types). Jittable; with concrete `n_node` it is computed in NumPy, so calls on
+    batches of many shapes compile nothing.
     """
-    return _to_device(_padding_counts(padded_graph)[0])
+    count = _padding_counts(padded_graph)[0]
+    if isinstance(count, jax.Array):
+        return count
+    return jax.device_put(np.asarray(count, jax.dtypes.canonicalize_dtype(np.int64)))
 
 
-def get_number_of_padding_with_graphs_nodes(padded_graph: GraphsTuple) -> jax.Array:
-    """Number of padding nodes in a graph padded by `pad_with_graphs`: a `jnp` scalar. Jittable."""
-    return _to_device(_padding_counts(padded_graph)[1])
+def get_number_of_padding_with_graphs_nodes(padded_graph: GraphsTuple) -> np.integer | jax.Array:
+    """Number of padding nodes in a graph padded by `pad_with_graphs`: `n_node`'s element for
+    the padding graph, so a NumPy scalar for NumPy `n_node` and a `jnp` scalar for `jnp` (or
+    traced) `n_node`, as in jraph. Jittable."""
+    return _like_counts(_padding_counts(padded_graph)[1], padded_graph.n_node)
 
 
-def get_number_of_padding_with_graphs_edges(padded_graph: GraphsTuple) -> jax.Array:
-    """Number of padding edges in a graph padded by `pad_with_graphs`: a `jnp` scalar. Jittable."""
-    return _to_device(_padding_counts(padded_graph)[2])
+def get_number_of_padding_with_graphs_edges(padded_graph: GraphsTuple) -> np.integer | jax.Array:
+    """Number of padding edges in a graph padded by `pad_with_graphs`: `n_edge`'s element for
+    the padding graph, so a NumPy scalar for NumPy `n_edge` and a `jnp` scalar for `jnp` (or
+    traced) `n_edge`, as in jraph. Jittable."""
+    return _like_counts(_padding_counts(padded_graph)[2], padded_graph.n_edge)
 
 
 def unpad_with_graphs(padded_graph: GraphsTuple) -> GraphsTuple:
