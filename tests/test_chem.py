@@ -1,11 +1,14 @@
 """gnkit.chem: featurisers against hand-checked tables, data sets, splits, splits files, cache."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 pytest.importorskip("rdkit")
+
+from rdkit import rdBase  # noqa: E402
 
 from gnkit import chem  # noqa: E402
 from gnkit.batching import get_edge_padding_mask, get_node_padding_mask  # noqa: E402
@@ -71,6 +74,70 @@ def test_invalid_smiles_error_names_the_row_and_the_string():
         chem.molecule_graphs([""])
     with pytest.raises(ValueError, match="features must be one of"):
         chem.smiles_to_graph("CCO", "morgan")
+
+
+@pytest.mark.parametrize(
+    "smiles, reason",
+    [
+        ("C(C)(C)(C)(C)C", "Explicit valence for atom # 0 C, 5, is greater than permitted"),
+        ("c1cccc1", "Can't kekulize mol.  Unkekulized atoms: 0 1 2 3 4"),
+    ],
+)
+def test_invalid_smiles_error_carries_rdkits_reason_at_every_entry_point(smiles, reason):
+    expected = re.escape(f"invalid SMILES {smiles!r} (RDKit: {reason})")
+    with pytest.raises(chem.InvalidSmilesError, match=expected):
+        chem.smiles_to_graph(smiles)
+    with pytest.raises(chem.InvalidSmilesError, match=expected):
+        chem.parse_smiles(smiles)
+    with pytest.raises(chem.InvalidSmilesError, match="^row 1: " + expected):
+        chem.molecule_graphs(["CCO", smiles])
+    with pytest.raises(chem.InvalidSmilesError, match=expected):
+        chem.murcko_scaffold(smiles)
+    with pytest.raises(chem.InvalidSmilesError, match="^row 2: " + expected):
+        chem.scaffold_split(["CCO", "CCN", smiles, "CCC"])
+
+
+@pytest.mark.skipif(
+    not hasattr(rdBase, "CaptureErrorLog"), reason="RDKit < 2026.03 cannot capture its log"
+)
+def test_unparsable_smiles_error_carries_rdkits_parse_error():
+    with pytest.raises(
+        chem.InvalidSmilesError,
+        match=re.escape(
+            "invalid SMILES 'C1CC(' (RDKit cannot parse it: syntax error while parsing: C1CC(; "
+            "check for mistakes around position 5)"
+        ),
+    ):
+        chem.smiles_to_graph("C1CC(")
+    with pytest.raises(chem.InvalidSmilesError, match="unclosed ring for input: 'C1CC'"):
+        chem.smiles_to_graph("C1CC")
+
+
+def test_without_rdkits_log_capture_a_parse_error_still_names_the_string(monkeypatch):
+    monkeypatch.delattr(rdBase, "CaptureErrorLog", raising=False)
+    with pytest.raises(
+        chem.InvalidSmilesError, match=re.escape("invalid SMILES 'C1CC(' (RDKit cannot parse it)")
+    ):
+        chem.smiles_to_graph("C1CC(")
+    with pytest.raises(chem.InvalidSmilesError, match="RDKit: Explicit valence for atom # 0 C"):
+        chem.smiles_to_graph("C(C)(C)(C)(C)C")
+
+
+@pytest.mark.parametrize("value", [None, 42, b"CCO", float("nan")])
+def test_smiles_that_are_not_strings_are_a_type_error(value):
+    found = re.escape(f"got {type(value).__name__} ({value!r})")
+    with pytest.raises(TypeError, match="^smiles must be a str, " + found):
+        chem.smiles_to_graph(value)
+    with pytest.raises(TypeError, match="^smiles must be a str, " + found):
+        chem.parse_smiles(value)
+    for on_invalid in ("raise", "skip"):
+        with pytest.raises(TypeError, match="^row 1: smiles must be a str, " + found):
+            chem.molecule_graphs(["CCO", value], on_invalid=on_invalid)
+    expected = "must be a SMILES str or an RDKit Mol, " + found
+    with pytest.raises(TypeError, match="^smiles_or_molecule " + expected):
+        chem.murcko_scaffold(value)
+    with pytest.raises(TypeError, match=re.escape("molecules[1] ") + expected):
+        chem.scaffold_split(["CCO", value, "CCC"])
 
 
 def test_invalid_smiles_skipped_with_a_count_when_asked():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,18 +33,71 @@ _CACHE_VERSION = 2
 
 
 class InvalidSmilesError(ValueError):
-    """A SMILES string RDKit cannot parse (or one without atoms); the message names its row."""
+    """A SMILES string RDKit rejects (or one without atoms); the message names its row and gives
+    RDKit's reason."""
+
+
+def _row_prefix(row: int | None) -> str:
+    return "" if row is None else f"row {row}: "
+
+
+def _check_smiles_type(smiles, row: int | None = None) -> None:
+    """Raises `TypeError` naming `row` unless `smiles` is a `str`. Host."""
+    if not isinstance(smiles, str):
+        raise TypeError(
+            f"{_row_prefix(row)}smiles must be a str, got {type(smiles).__name__} ({smiles!r})"
+        )
+
+
+_LOG_PREFIX = re.compile(r"^\[\d\d:\d\d:\d\d\] (SMILES Parse Error: )?")
+
+
+def _parse_error_lines(log: str, smiles: str) -> list[str]:
+    """RDKit's parse-error log without timestamps, the echoed string, its `~~^` marker and the
+    closing `Failed parsing` line."""
+    lines = []
+    for line in log.splitlines():
+        line = _LOG_PREFIX.sub("", line).rstrip(":").strip()
+        echo = line == smiles or set(line) <= set("~^ ")
+        if line and not echo and not line.startswith("Failed parsing SMILES"):
+            lines.append(line)
+    return lines
+
+
+def _rejection_reason(smiles: str) -> str:
+    """Why `Chem.MolFromSmiles(smiles)` returned None, in RDKit's words: its sanitisation error
+    (valence, kekulisation, ...) or, where RDKit can capture its log (2026.03 and later), its
+    parse error."""
+    capture = getattr(rdBase, "CaptureErrorLog", None)
+    with rdBase.BlockLogs():
+        if capture is None:
+            unsanitised, log = Chem.MolFromSmiles(smiles, sanitize=False), ""
+        else:
+            with capture() as captured:
+                unsanitised = Chem.MolFromSmiles(smiles, sanitize=False)
+            log = captured.messages
+        if unsanitised is not None:
+            try:
+                Chem.SanitizeMol(unsanitised)
+            except Chem.MolSanitizeException as error:
+                return f"RDKit: {error}"
+    lines = _parse_error_lines(log, smiles) if unsanitised is None else []
+    return "RDKit cannot parse it" + (": " + "; ".join(lines) if lines else "")
 
 
 def parse_smiles(smiles: str, row: int | None = None) -> Chem.Mol:
-    """The RDKit molecule of `smiles`; raises `InvalidSmilesError` naming `row` and the string
-    when RDKit cannot parse it or it has no atoms. Host."""
+    """The RDKit molecule of `smiles`, parsed as `Chem.MolFromSmiles(smiles)` parses it.
+
+    Raises `TypeError` when `smiles` is not a `str`, and `InvalidSmilesError` when RDKit
+    rejects it (the message gives RDKit's reason: a valence or kekulisation error, or the parse
+    error) or it has no atoms; both messages name `row` when given. Host.
+    """
+    _check_smiles_type(smiles, row)
     with rdBase.BlockLogs():
-        molecule = Chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
+        molecule = Chem.MolFromSmiles(smiles)
     if molecule is None or molecule.GetNumAtoms() == 0:
-        where = "" if row is None else f"row {row}: "
-        why = "RDKit cannot parse it" if molecule is None else "it has no atoms"
-        raise InvalidSmilesError(f"{where}invalid SMILES {smiles!r} ({why})")
+        why = _rejection_reason(smiles) if molecule is None else "it has no atoms"
+        raise InvalidSmilesError(f"{_row_prefix(row)}invalid SMILES {smiles!r} ({why})")
     return molecule
 
 
@@ -55,7 +109,8 @@ def smiles_to_graph(smiles: str, features: str = "chemprop", descriptors: bool =
     """One molecule as a `GraphsTuple` of one graph: nodes `[N, F]`, edges `[2B, Fe]` (feature
     set `features`, `"chemprop"` or `"ogb"`), senders / receivers `[2B]`, globals `[1, 1]`
     zeros (or `[1, D]` RDKit descriptors with `descriptors`), `n_node` `[1]`, `n_edge` `[1]`.
-    Raises `InvalidSmilesError` for a bad string. Host.
+    Raises `TypeError` when `smiles` is not a `str` and `InvalidSmilesError`, with RDKit's
+    reason, for a string RDKit rejects. Host.
     """
     molecule = parse_smiles(smiles)
     arrays = molecule_arrays(molecule, features)
@@ -153,10 +208,12 @@ def molecule_graphs(
     """Featurise every SMILES string of a data set into one `MoleculeGraphs`. Host.
 
     Args:
-        smiles: the strings, one per data row (row `i` is `smiles[i]`).
+        smiles: the strings, one per data row (row `i` is `smiles[i]`); a row that is not a
+            `str` raises `TypeError` naming it, whatever `on_invalid` says.
         features: `"chemprop"` (chemprop v2's default vectors) or `"ogb"` (OGB's integers).
-        on_invalid: `"raise"` raises `InvalidSmilesError` naming the first bad row and its string;
-            `"skip"` leaves bad rows out and lists them in `skipped` (`rows` maps back).
+        on_invalid: `"raise"` raises `InvalidSmilesError` naming the first bad row, its string
+            and RDKit's reason; `"skip"` leaves bad rows out and lists them in `skipped` (`rows`
+            maps back).
         descriptors: store each molecule's RDKit 2-D descriptors as its global row.
         cache_dir: where to keep the converted arrays (a file named by the feature set and a hash
             of the strings), reused on the next call with the same strings; None keeps nothing.
@@ -169,6 +226,9 @@ def molecule_graphs(
     check_feature_set(features)
     if on_invalid not in ("raise", "skip"):
         raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    smiles = list(smiles)
+    for row, text in enumerate(smiles):
+        _check_smiles_type(text, row)
     smiles = [str(text) for text in smiles]
     cache_path = None
     if cache_dir is not None:

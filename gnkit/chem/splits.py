@@ -57,33 +57,52 @@ def random_split(n: int, sizes: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0
     }
 
 
-def murcko_scaffold(smiles_or_molecule) -> str:
-    """The Bemis-Murcko scaffold SMILES of a molecule (RDKit, no chirality, atom maps cleared);
-    `""` for a molecule without rings. Host."""
+def _molecule(smiles_or_molecule, argument: str, row: int | None = None):
+    """The RDKit molecule of a SMILES string (parsed by `parse_smiles`, naming `row`) or a copy
+    of an RDKit molecule; `TypeError` naming `argument` for anything else."""
     from rdkit import Chem
-    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    from gnkit.chem.graphs import parse_smiles
 
     if isinstance(smiles_or_molecule, str):
-        from gnkit.chem.graphs import parse_smiles
+        return parse_smiles(smiles_or_molecule, row)
+    if isinstance(smiles_or_molecule, Chem.Mol):
+        return Chem.Mol(smiles_or_molecule)
+    raise TypeError(
+        f"{argument} must be a SMILES str or an RDKit Mol, got "
+        f"{type(smiles_or_molecule).__name__} ({smiles_or_molecule!r})"
+    )
 
-        molecule = parse_smiles(smiles_or_molecule)
-    else:
-        molecule = Chem.Mol(smiles_or_molecule)
+
+def _scaffold(molecule) -> str:
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
     for atom in molecule.GetAtoms():
         atom.SetAtomMapNum(0)
     return MurckoScaffold.MurckoScaffoldSmiles(mol=molecule, includeChirality=False)
+
+
+def murcko_scaffold(smiles_or_molecule) -> str:
+    """The Bemis-Murcko scaffold SMILES of a molecule (RDKit, no chirality, atom maps cleared);
+    `""` for a molecule without rings. Raises `TypeError` for anything but a `str` or an RDKit
+    `Mol`, and `InvalidSmilesError` (with RDKit's reason) for a string RDKit rejects. Host."""
+    return _scaffold(_molecule(smiles_or_molecule, "smiles_or_molecule"))
 
 
 def scaffold_split(
     molecules: Sequence, sizes: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0
 ) -> Split:
     """chemprop v2's `scaffold_balanced` split of `molecules` (SMILES strings or RDKit
-    molecules): `{"train", "val", "test"}` index arrays. Host."""
+    molecules): `{"train", "val", "test"}` index arrays. A molecule of another type is a
+    `TypeError`, a string RDKit rejects an `InvalidSmilesError`; both name its row. Host."""
     n = len(molecules)
     if n < 3:
         raise ValueError(f"molecules must hold at least 3 molecules, got {n}")
     train, val, test = _normalised(sizes)
-    scaffolds = [murcko_scaffold(molecule) for molecule in molecules]
+    scaffolds = [
+        _scaffold(_molecule(molecule, f"molecules[{row}]", row))
+        for row, molecule in enumerate(molecules)
+    ]
     counts = Counter(scaffolds)
     by_size = sorted(counts, key=lambda scaffold: counts[scaffold])
     n_val, n_test = math.floor(n * val), math.floor(n * test)
