@@ -503,6 +503,7 @@ def fit(
     metrics_path: str | Path | None = None,
     log_every_steps: int = 50,
     progress: bool = True,
+    log_evals: bool = True,
     parallel: data_parallelism.Strategy | str = "single",
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None = None,
     fast_allocator: bool = True,
@@ -538,6 +539,8 @@ def fit(
       metrics_path: the `MetricsWriter` file, or None.
       log_every_steps: steps per log interval.
       progress: show a progress bar.
+      log_evals: print a line per evaluation, `eval at step N: ...` (above the bar); False:
+        none, and the bar shows the latest `score` as `val_score`.
       parallel: the `gnkit.parallel` strategy that `train_step` and `make_batch` were built with,
         or its mode name: `fit` replicates `state.params` and `state.opt_state` with it before the
         first step, and `evaluate` and the checkpoints get its `host_copy`.
@@ -565,6 +568,7 @@ def fit(
     evaluation = Every(eval_every_steps, eval_every_s)
     saving = Every(None, checkpoint_every_s)
     window = _Window()
+    status = {}  # the bar's: the latest training means and (without log_evals) val_score
     bar = None
     if progress:
         bar = ProgressBar(num_steps, initial=int(state.step), description="training")
@@ -579,7 +583,8 @@ def fit(
         current = clock.stamp(current)
         metrics.write("train", current, means)
         if bar is not None:
-            bar.set_status(means)
+            status.update(means)
+            bar.set_status(_score_first(status))
         return current
 
     def run_evaluation(current: TrainingState) -> TrainingState:
@@ -593,7 +598,11 @@ def fit(
             current = current.replace(best_score=float(score))
             if checkpoint_dir is not None:
                 save_checkpoint(checkpoint_dir, current, BEST_CHECKPOINT)
-        _write(bar, f"eval at step {int(current.step)}: {_summary(results)}")
+        if log_evals:
+            _write(bar, f"eval at step {int(current.step)}: {_summary(results)}")
+        elif bar is not None and score is not None:
+            status["val_score"] = float(score)
+            bar.set_status(_score_first(status))
         return current
 
     def save(current: TrainingState) -> Path | None:
@@ -656,6 +665,11 @@ def _plain(value: Any) -> Any:
         return {str(key): _plain(item) for key, item in value.items()}
     array = np.asarray(jax.device_get(value))
     return array.item() if array.ndim == 0 else array.tolist()
+
+
+def _score_first(status: Mapping[str, float]) -> dict[str, float]:
+    """The bar's status with `val_score` first, where a narrow terminal does not cut it."""
+    return dict(sorted(status.items(), key=lambda item: item[0] != "val_score"))
 
 
 def _summary(results: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ rich made unimportable in a child interpreter by a meta-path blocker)."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -114,3 +115,22 @@ def test_a_demo_run_directly_checks_the_extra_too(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.endswith('need matplotlib (not installed): pip install "gnkit[demos]"\n')
     assert not (tmp_path / "run").exists()
+
+
+def test_a_mistyped_flag_of_a_demo_verb_names_the_nearest_flag(capsys):
+    assert cli.main(["molecules", "train", "--dataa", "freesolv"]) == 2
+    assert capsys.readouterr().err == (
+        "gnkit molecules: error: unrecognized arguments: --dataa freesolv; did you mean "
+        "'--data'? (`gnkit molecules train --help`)\n"
+    )
+
+
+@pytest.mark.parametrize("name", list(cli.DEMOS))
+def test_every_demo_describes_each_preset_in_its_help(name, capsys):
+    demo = importlib.import_module(cli.DEMOS[name][0]).DEMO
+    configured = next(verb.name for verb in demo.verbs if verb.configured)
+    assert cli.main([name, configured, "--help"]) == 0
+    out = capsys.readouterr().out
+    for preset in demo.presets:
+        note = demo.preset_notes.get(preset, "")
+        assert note and f"\n  {preset}: {note}\n" in out, preset

@@ -136,6 +136,7 @@ TOY = experiments.Demo(
             configured=False,
         ),
     ],
+    preset_notes={"cpu": "the toy on a CPU", "tiny": "two updates"},
 )
 
 
@@ -237,6 +238,31 @@ def test_help_lists_presets_and_fields(workdir, capsys):
     assert "presets: cpu, tiny (default cpu)" in out
     assert "remat: bool | Literal['block'] = False" in out
     assert "updates: int = 3  (>= 1)" in out
+    assert "  cpu: the toy on a CPU\n  tiny: two updates\n" in out
+
+
+def test_a_demo_without_a_note_for_each_preset_is_refused():
+    missing = r"demo toy: preset_notes has no line for presets \['tiny'\]"
+    with pytest.raises(ValueError, match=missing):
+        dataclasses.replace(TOY, preset_notes={"cpu": "the toy on a CPU"})
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["show", "--sedd", "3"], "unrecognized arguments: --sedd 3; did you mean '--seed'? "
+                                  "(`gnkit toy show --help`)"),
+        (["train", "--run-dri=r"], "unrecognized arguments: --run-dri=r; did you mean "
+                                   "'--run-dir'? (`gnkit toy train --help`)"),
+        (["show", "--colour", "red"], "unrecognized arguments: --colour red (`gnkit toy show "
+                                      "--help` lists the flags)"),
+    ],
+)
+def test_a_mistyped_flag_is_named_with_the_nearest_flag_of_its_verb(workdir, capsys, argv,
+                                                                     message):
+    status, out, err = run_toy(capsys, *argv)
+    assert (status, out, err) == (2, "", f"gnkit toy: error: {message}\n")
+    assert not (workdir / "r").exists()
 
 
 # Typed overrides.

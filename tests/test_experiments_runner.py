@@ -4,6 +4,7 @@ request that propagates."""
 
 import dataclasses
 import math
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -91,7 +92,8 @@ LINE = runner.Comparison(
 
 def _demo(comparison):
     return experiments.Demo("line", "Fit a line.", presets={"default": LineConfig()},
-                            verbs=runner.comparison_verbs(comparison))
+                            verbs=runner.comparison_verbs(comparison),
+                            preset_notes={"default": "six updates"})
 
 
 def _sgd_by_hand(name, config, updates):
@@ -121,6 +123,27 @@ def test_train_fits_each_model_and_reports_its_best_validated_state(tmp_path):
         curve = runner.eval_records(experiments.RunDir(tmp_path / "run", LineConfig()), name,
                                     ("step", "score"))
         assert curve == {"step": [2, 4, 6], "score": [SCORES[name][s] for s in (2, 4, 6)]}
+
+
+def _eval_lines(text: str) -> list[tuple[int, float]]:
+    """`(step, score)` of each `eval at step N: score=S, ...` line."""
+    found = re.findall(r"^eval at step (\d+): score=([-\d.e]+)", text, re.MULTILINE)
+    return [(int(step), float(score)) for step, score in found]
+
+
+def test_evaluations_print_a_line_each_only_with_verbose(tmp_path, capsys):
+    demo = _demo(LINE)
+    argv = ["train", "--no-progress", "--run-dir"]
+    assert experiments.run(demo, [*argv, str(tmp_path / "quiet")]) == 0
+    quiet = capsys.readouterr()
+    assert "eval at" not in quiet.out + quiet.err and "run directory:" in quiet.out
+    assert experiments.run(demo, [*argv, str(tmp_path / "verbose"), "--verbose"]) == 0
+    lines = _eval_lines(capsys.readouterr().out)
+    assert lines == [(step, SCORES[name][step]) for name in LineConfig().models
+                     for step in (2, 4, 6)]
+    assert experiments.run(demo, ["train", "--run-dir", str(tmp_path / "bar")]) == 0
+    bar = capsys.readouterr()
+    assert "eval at" not in bar.out + bar.err and "val_score=0.9 " in bar.err
 
 
 def test_each_model_trains_on_the_batches_made_for_its_name(tmp_path):

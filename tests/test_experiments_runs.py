@@ -75,6 +75,7 @@ TOY = experiments.Demo(
         "slow": ToyConfig(updates=2, learning_rate=0.1),
     },
     verbs=[Verb("train", train, "train (resumes)"), Verb("eval", evaluate, "test", "existing")],
+    preset_notes={"cpu": "the toy on a CPU", "tiny": "two updates", "slow": "a larger step"},
 )
 
 

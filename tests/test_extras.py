@@ -127,4 +127,5 @@ def test_an_unknown_module_or_extra_is_refused_by_name():
     with pytest.raises(ValueError, match="extra 'chemistry' unknown; expected one of chem, "):
         extras.missing("chemistry")
     with pytest.raises(ValueError, match="demo sort: extra 'chemistry' unknown"):
-        experiments.Demo("sort", "", sort.DEMO.presets, sort.DEMO.verbs, extra="chemistry")
+        experiments.Demo("sort", "", sort.DEMO.presets, sort.DEMO.verbs,
+                         preset_notes=sort.DEMO.preset_notes, extra="chemistry")

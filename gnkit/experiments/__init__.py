@@ -8,7 +8,8 @@ calls one verb the same way from Python). A demo that trains and compares named 
 - flags with one meaning everywhere: `--config PRESET`, `--set KEY=VALUE` (repeatable, parsed by
   the field's declared type: bool, int, float, str, tuples, `Literal[...]`, unions such as
   `bool | Literal["block"]` or `int | None`), `--seed`, `--run-dir`, `--json`, `--plot`,
-  `--parallel single|pmap|mesh`, `--no-progress`, plus each verb's own flags;
+  `--parallel single|pmap|mesh`, `--no-progress`, `--verbose`, plus each verb's own flags (a
+  mistyped flag is named with the nearest one);
 - run directories (`config.json`, `metrics.jsonl`, `checkpoints/`, `<verb>.json`): a run of
   another config is refused naming the keys that differ, the same config resumes, and nothing
   is written before the verb asks for a path;

@@ -4,10 +4,11 @@ Common flags, the same everywhere: `--config PRESET` (default: the run directory
 config when it holds one, else the demo's default preset), `--set KEY=VALUE` (repeatable, typed
 by the field), `--seed N` (sets `seed`), `--run-dir DIR`, `--json PATH` (the verb's results;
 `-` for stdout, which then carries the JSON alone: everything else the verb prints goes to
-stderr), `--plot PATH`, `--parallel single|pmap|mesh`, `--no-progress`, and for verbs that
-read an earlier run, `--untrained`. Everything the user can get wrong is checked before the
-verb runs and before anything is written; a `UsageError` (from here or from the verb) becomes
-one line on stderr and exit status 2.
+stderr), `--plot PATH`, `--parallel single|pmap|mesh`, `--no-progress`, `--verbose` (a line
+per evaluation while training), and for verbs that read an earlier run, `--untrained`.
+Everything the user can get wrong is checked before the verb runs and before anything is
+written; a `UsageError` (from here or from the verb), a mistyped flag (named with the verb's
+nearest flag) or a missing extra becomes one line on stderr and exit status 2.
 
 A verb that reads an earlier run (`eval`) first names the checkpoint and update of each model
 it will use, and refuses a run whose models are at update 0 (nothing trained) unless
@@ -57,6 +58,7 @@ _COMMON = (
     "plot",
     "parallel",
     "no_progress",
+    "verbose",
     "untrained",
 )
 
@@ -144,6 +146,9 @@ def _add_common_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
     )
     parser.add_argument("--plot", type=Path, metavar="PATH", help="save the figure here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--verbose", action="store_true", help="a line per evaluation while training"
+    )
 
 
 def build_parser(demo: Demo, preset: str | None = None) -> argparse.ArgumentParser:
@@ -231,6 +236,7 @@ def _options(args: argparse.Namespace, preset: str | None, should_stop: StopRequ
         progress=not args.no_progress,
         flags=argparse.Namespace(**own),
         should_stop=should_stop,
+        verbose=args.verbose,
     )
 
 
@@ -338,7 +344,28 @@ def _parse(demo: Demo, argv: Sequence[str]) -> argparse.Namespace:
         nearest = difflib.get_close_matches(argv[0], names, n=1, cutoff=0.5)
         hint = f"did you mean {nearest[0]!r}? " if nearest else ""
         raise UsageError(f"unknown verb {argv[0]!r}; {hint}the verbs: {_verb_list(demo)}")
-    return build_parser(demo, _preset_in(argv)).parse_args(argv)
+    parser = build_parser(demo, _preset_in(argv))
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise UsageError(_unrecognized(unknown, _verb_parser(parser, args.verb)))
+    return args
+
+
+def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return subparsers.choices[verb]
+
+
+def _unrecognized(unknown: Sequence[str], verb_parser: argparse.ArgumentParser) -> str:
+    """`unrecognized arguments: ...`, and the verb's flag nearest to the first mistyped one."""
+    flags = [option for action in verb_parser._actions for option in action.option_strings]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    for item in unknown:
+        if item.startswith("--"):
+            nearest = difflib.get_close_matches(item.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            if nearest:
+                return f"{message}; did you mean {nearest[0]!r}? (`{verb_parser.prog} --help`)"
+    return f"{message} (`{verb_parser.prog} --help` lists the flags)"
 
 
 def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:

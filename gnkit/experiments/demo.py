@@ -37,6 +37,8 @@ class Options:
       progress: false with `--no-progress`.
       flags: the flags the verb added itself (`Verb.add_flags`).
       should_stop: a callable that turns true once the user asked the process to stop.
+      verbose: `--verbose`: a line per evaluation while training (`gnkit.train.fit`'s
+        `log_evals`); without it, the progress bar alone (none with `--no-progress`).
     """
 
     verb: str
@@ -47,6 +49,7 @@ class Options:
     progress: bool
     flags: argparse.Namespace
     should_stop: Callable[[], bool] = lambda: False
+    verbose: bool = False
 
     def plot_path(self, run_dir: RunDir | None, name: str, main: bool = True) -> Path | None:
         """Where to save the figure `name` (e.g. `training.png`), or `None` for no figure.
@@ -111,7 +114,8 @@ class Demo:
       presets: configs by preset name: frozen dataclasses of one type, with a `seed` field.
       verbs: its verbs (`Verb`).
       default_preset: the preset used without `--config` (default: the first).
-      preset_notes: a line per preset for `--help` (what it is for and what it costs).
+      preset_notes: a line for each preset, shown by `--help` (what it is for and what it
+        costs); every preset needs one.
       flag_fields: config fields that also get a flag of their own, `--FIELD VALUE`
         (underscores as dashes), the same as `--set FIELD=VALUE`: the one or two fields a
         user changes on most runs.
@@ -148,6 +152,12 @@ class Demo:
         unknown = sorted(set(self.preset_notes) - set(self.presets))
         if unknown:
             raise ValueError(f"demo {self.name}: notes for unknown presets {unknown}")
+        undescribed = [name for name in self.presets if name not in self.preset_notes]
+        if undescribed:
+            raise ValueError(
+                f"demo {self.name}: preset_notes has no line for presets {undescribed} "
+                "(--help describes every preset)"
+            )
         unknown = sorted(set(self.flag_fields) - set(field_types(config_type)))
         if unknown:
             raise ValueError(f"demo {self.name}: flag_fields {unknown} are not config fields")

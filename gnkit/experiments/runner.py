@@ -152,6 +152,7 @@ def train_model(
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
         log_every_steps=max(1, min(comparison.log_every, config.eval_every_updates)),
         progress=options.progress,
+        log_evals=options.verbose,
         parallel=strategy,
         should_stop=options.should_stop,
     )

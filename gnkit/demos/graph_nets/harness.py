@@ -244,6 +244,7 @@ def run_training(
         metrics_path=run_dir.metrics_path,
         log_every_steps=max(1, min(100, config.updates // 10)),
         progress=options.progress,
+        log_evals=options.verbose,
         parallel=strategy,
         should_stop=options.should_stop,
     )

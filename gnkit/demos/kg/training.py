@@ -193,6 +193,7 @@ def fit_pair(pair: Pair, run_dir: experiments.RunDir, options: experiments.Optio
         metrics_path=run_dir.file(f"metrics_{name}.jsonl"),
         log_every_steps=1,
         progress=options.progress,
+        log_evals=options.verbose,
         should_stop=options.should_stop,
     )
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from gnkit import experiments
 from gnkit.demos.molecules import models, training
-from gnkit.demos.molecules.config import CONFIGS
+from gnkit.demos.molecules.config import CONFIGS, PRESET_NOTES
 from gnkit.demos.molecules.data import load_data, positional_encodings
 from gnkit.demos.molecules.report import report
 from gnkit.demos.molecules.training import predict_rows, replicate
@@ -89,6 +89,7 @@ DEMO = experiments.Demo(
             add_flags=_predict_flags,
         ),
     ],
+    preset_notes=PRESET_NOTES,
     # `--data esol` is short for `--set data=esol`, and so on.
     flag_fields=("data", "split", "model", "seeds"),
     extra="chem",

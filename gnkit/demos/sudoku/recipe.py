@@ -201,6 +201,7 @@ def train(config: SudokuConfig, run_dir: experiments.RunDir, options: experiment
             metrics_path=run_dir.metrics_path,
             log_every_steps=flags.log_every,
             progress=options.progress,
+            log_evals=options.verbose,
             parallel=strategy,
             should_stop=_stop_or_past(options.should_stop, deadline, flags.budget_min),
         )
