@@ -4,6 +4,8 @@ of them to it), seed times a task returns as timestamps get the same seconds, ti
 int32 are refused, and rows with a NULL time are hidden from every seed unless asked for,
 counted either way."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from gnkit.rdl import (  # noqa: E402
     Schema,
     SchemaError,
     Table,
+    TaskError,
     database_graph,
     task_table,
     with_seeds,
@@ -96,6 +99,15 @@ def test_seed_times_returned_as_timestamps_are_whole_seconds(visits):
                       "FROM users", "regression")
     table = task_table(visits, database, task, [])
     np.testing.assert_array_equal(table.seed_time, [DAY + 12 * HOUR])  # rounded down
+    untimed = dataclasses.replace(task, query="SELECT id, NULL::TIMESTAMP AS seed_time, "
+                                              "0 AS label FROM users")
+    with pytest.raises(TaskError, match="task at-noon: the query returns NULL seed times"):
+        task_table(visits, database, untimed, [])
+    late = dataclasses.replace(task, query="SELECT id, TIMESTAMP '2040-01-01' AS seed_time, "
+                                           "0 AS label FROM users")
+    with pytest.raises(TaskError, match="task at-noon: the query returns seed times from "
+                                        "2208988800 to 2208988800; they must fit int32"):
+        task_table(visits, database, late, [])
 
 
 def test_times_outside_int32_are_a_schema_error(visits):

@@ -5,10 +5,10 @@ time as `seed_time` and the label as `label`, for the seed times it is given (th
 `{seed_times}` in the query becomes their comma-separated list). Seed times are the graph's
 (`gnkit.rdl.times`): for dates and timestamps, whole seconds since 1970-01-01 UTC, which the
 query turns back with `make_timestamp(t * 1000000)`; a `seed_time` it returns as a date or
-timestamp is rounded down to the second. The graph a seed sees holds
-only rows timed at or before its seed time: `with_seeds` adds the seeds as a node set of their
-own, each timed by its seed time and joined to its entity's row, so a temporal sampler that
-starts from the seeds bounds every hop by the seed time. Host NumPy and DuckDB.
+timestamp is rounded down to the second. The graph a seed sees holds only rows timed at or
+before its seed time: `with_seeds` adds the seeds as a node set of their own, each timed by its
+seed time and joined to its entity's row, so a temporal sampler that starts from the seeds
+bounds every hop by the seed time. Host NumPy and DuckDB.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def task_table(connection, database: DatabaseGraph, task: EntityTask,
 
     Raises:
       TaskError: the query fails, lacks the key columns, `seed_time` or `label`, returns NULL
-        labels, or seed times that do not fit int32.
+        labels or seed times, or seed times that do not fit int32.
     """
     import duckdb
 
@@ -104,6 +104,8 @@ def task_table(connection, database: DatabaseGraph, task: EntityTask,
     label = np.ma.filled(values["label"].astype(np.float64), np.nan)
     if np.isnan(label[found]).any():
         raise TaskError(f"task {task.name}: the query returns NULL labels")
+    if np.ma.getmaskarray(values["seed_time"])[found].any():
+        raise TaskError(f"task {task.name}: the query returns NULL seed times")
     seed_time = times.seconds(values["seed_time"], round_up=False)[found]
     if seed_time.size and not times.ALWAYS <= seed_time.min() <= seed_time.max() <= times.NEVER:
         raise TaskError(f"task {task.name}: the query returns seed times from "
