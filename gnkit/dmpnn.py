@@ -17,8 +17,9 @@ index of edge `e`'s reverse. Graphs from `gnkit.chem` store each bond as the edg
 `2k + 1`, so the default reverses are `arange(E) ^ 1` (`paired_reverse_edges`), which also
 holds in a batch and after padding to an even edge count (every `BucketPolicy` edge budget is
 even); then the block swaps the rows of each pair in place of a gather, whose gradient would be
-a scatter. For any other layout, `reverse_edge_index` finds the reverses on the host. Jittable on padded batches: padding edges
-only reach padding nodes, so real outputs do not depend on the padding.
+a scatter. For any other layout, `reverse_edge_index` finds the reverses on the host. Jittable
+on padded batches: padding edges only reach padding nodes, so real outputs do not depend on the
+padding.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_swapping_pairs_equals_the_reverse_gather_with_its_gradient():
     weights = jnp.asarray(RNG.normal(size=(6, 4)), jnp.float32)
     swapped = jax.grad(lambda v: (swap_edge_pairs(v) * weights).sum())(values)
     np.testing.assert_array_equal(swapped, np.asarray(weights)[[1, 0, 3, 2, 5, 4]])
-    with pytest.raises(ValueError, match="even in number, got 5"):
+    with pytest.raises(ValueError, match="even in number, got 5: pad to an even n_edge"):
         swap_edge_pairs(values[:5])
 
 
