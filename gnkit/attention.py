@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from gnkit.aggregators import get_aggregator
 from gnkit.blocks import Aggregator, GraphFn
+from gnkit.convolutions import is_bipartite, node_tables, require_one_node_set
 from gnkit.graph import GraphsTuple, require
 from gnkit.segment import safe_segment_softmax
 
@@ -79,10 +80,18 @@ def _edge_index(
     appended and the graph's own self-edges are marked `replaced` (static shapes: they stay in the
     edge list and `_attend` gives them weight 0). Appending breaks the receiver order, so the
     sorted flag is then dropped. With the edges split over devices every device would append
-    them, counting each self-edge once per device: that raises a `ValueError` naming `block`.
+    them, counting each self-edge once per device, and on a bipartite graph a node has no
+    self-edge: both raise a `ValueError` naming `block`.
     """
     if not add_self_edges:
         return _AttentionEdges(graph.senders, graph.receivers, indices_are_sorted, None)
+    if is_bipartite(graph.nodes):
+        widths = [table.shape[-1] for table in graph.nodes]
+        raise ValueError(
+            f"{block}: add_self_edges=True needs one node set, but the graph is bipartite "
+            f"(sender and receiver nodes of widths {widths[0]} and {widths[1]}), where a node "
+            "has no self-edge; pass add_self_edges=False."
+        )
     if _edges_split_over_devices(graph):
         raise ValueError(
             f"{block}: add_self_edges=True with edges sharded over devices would add each "
@@ -157,6 +166,7 @@ def graph_attention(
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="graph_attention")
+        require_one_node_set(graph, "graph_attention")
         nodes = graph.nodes
         queries = _split_heads(query_fn(nodes), num_heads, "query_fn")
         keys = _split_heads(key_fn(nodes), num_heads, "key_fn")
@@ -176,6 +186,7 @@ def gat(
     *,
     sender_logit_fn: Callable[[jax.Array], jax.Array] | None = None,
     receiver_logit_fn: Callable[[jax.Array], jax.Array] | None = None,
+    receiver_project_fn: Callable[[jax.Array], jax.Array] | None = None,
     num_heads: int = 1,
     negative_slope: float = 0.2,
     use_edges: bool = False,
@@ -204,6 +215,13 @@ def gat(
     `sender_logit_fn(z)[j] + receiver_logit_fn(z)[i]`. That is the paper's form, computed once
     per node and gathered as `[E, H]` scalars instead of `[E, H, D]` rows.
 
+    Bipartite graphs, as `GATConv`'s `(x_src, x_dst)`: `graph.nodes` a
+    `gnkit.convolutions.BipartiteNodes(sender_nodes [N_s, F_s], receiver_nodes [N_r, F_r])`,
+    senders indexing the first and receivers the
+    second. The values and the sender scores come from `project_fn(sender_nodes)`, the receiver
+    scores from `receiver_project_fn(receiver_nodes)` (`GATConv`'s `lin_dst`; `project_fn` when
+    None), and the output is `[N_r, ...]`; `add_self_edges` is then an error.
+
     Edge sharding: `softmax` normalises the logits and `aggregator` sums the weighted messages;
     pass `gnkit.parallel.sharded_softmax()` and `sharded_aggregator('sum')` to run the layer
     inside `gnkit.parallel.edge_sharded`. There every device would append its own copy of the
@@ -216,6 +234,8 @@ def gat(
         per-head features `[E, H, D]` (and edges `[E, ...]`); pass it or the two functions below.
       sender_logit_fn: the fast path's `z` `[N, H, D]` -> sender scores `[N, H]`.
       receiver_logit_fn: the fast path's `z` `[N, H, D]` -> receiver scores `[N, H]`.
+      receiver_project_fn: receiver features `[N_r, F_r]` -> `[N_r, H * D]`, the `z` of the
+        receiver side of the scores; None uses `project_fn`.
       num_heads: `H`.
       negative_slope: of the LeakyReLU applied to the logits.
       use_edges: pass `graph.edges` to `logit_fn` as `edges` (needs `logit_fn`, no added
@@ -263,11 +283,18 @@ def gat(
     def apply(graph: GraphsTuple) -> GraphsTuple:
         fields = ("nodes", "senders", "receivers") + (("edges",) if use_edges else ())
         require(graph, *fields, block="gat")
-        projected = _split_heads(project_fn(graph.nodes), num_heads, "project_fn")
+        sender_nodes, receiver_nodes = node_tables(graph)
+        projected = _split_heads(project_fn(sender_nodes), num_heads, "project_fn")
+        receiver_projected = projected
+        if receiver_project_fn is not None:
+            receiver_projected = _split_heads(
+                receiver_project_fn(receiver_nodes), num_heads, "receiver_project_fn")
+        elif receiver_nodes is not sender_nodes:
+            receiver_projected = _split_heads(project_fn(receiver_nodes), num_heads, "project_fn")
         edges = _edge_index(graph, add_self_edges, indices_are_sorted, "gat")
         if split_logits:
             logits = jnp.take(sender_logit_fn(projected), edges.senders, axis=0) + jnp.take(
-                receiver_logit_fn(projected),
+                receiver_logit_fn(receiver_projected),
                 edges.receivers,
                 axis=0,
                 indices_are_sorted=edges.indices_are_sorted,
@@ -275,13 +302,14 @@ def gat(
         else:
             inputs = {
                 "sender_nodes": projected[edges.senders],
-                "receiver_nodes": projected[edges.receivers],
+                "receiver_nodes": receiver_projected[edges.receivers],
             }
             if use_edges:
                 inputs["edges"] = graph.edges
             logits = logit_fn(**inputs)
         logits = jax.nn.leaky_relu(logits, negative_slope)
-        per_head = _attend(logits, projected, edges, projected.shape[0], softmax, aggregator)
+        n_receiver = receiver_nodes.shape[0]
+        per_head = _attend(logits, projected, edges, n_receiver, softmax, aggregator)
         return graph._replace(nodes=_combine_heads(per_head, combine_heads))
 
     return apply

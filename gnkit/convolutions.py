@@ -2,9 +2,13 @@
 
 Messages flow along edges from sender to receiver, so a node's neighbours are the senders of its
 incoming edges; use a graph with both directions of each edge for undirected convolution. Node
-features are arrays `[N, F]` (or ArrayTrees of them for `gcn` and `gin`). The blocks hold no
-parameters: the caller's callables carry the weights. Jittable, vmappable, differentiable;
-`indices_are_sorted` declares `graph.receivers` sorted.
+features are arrays `[N, F]` (or ArrayTrees of them for `gcn` and `gin`). `graph_sage` (and
+`gnkit.attention.gat`) also take a bipartite graph, as PyTorch Geometric's `x=(x_src, x_dst)`:
+`graph.nodes` a `BipartiteNodes(sender_nodes [N_s, F_s], receiver_nodes [N_r, F_r])`, `senders`
+indexing the first and `receivers` the second; the new node features are the receivers',
+`[N_r, F']`. The other blocks raise a `ValueError` for one.
+The blocks hold no parameters: the caller's callables carry the weights. Jittable, vmappable,
+differentiable; `indices_are_sorted` declares `graph.receivers` sorted.
 """
 
 from __future__ import annotations
@@ -144,6 +148,7 @@ def gcn(
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="gcn")
+        require_one_node_set(graph, "gcn")
         features = update_fn(graph.nodes) if project_first else graph.nodes
         if convention == "pyg":
             scales = _pyg_scales(
@@ -238,6 +243,39 @@ def _column(scale: jax.Array, like: jax.Array) -> jax.Array:
     return scale.reshape(scale.shape + (1,) * (like.ndim - 1)).astype(like.dtype)
 
 
+class BipartiteNodes(NamedTuple):
+    """The node features of a bipartite graph, as PyTorch Geometric's `(x_src, x_dst)`: the
+    graph's `senders` index `sender_nodes` `[N_s, F_s]` and its `receivers` index
+    `receiver_nodes` `[N_r, F_r]`; the widths may differ."""
+
+    sender_nodes: jax.Array
+    receiver_nodes: jax.Array
+
+
+def is_bipartite(nodes) -> bool:
+    """Whether `nodes` (a graph's `nodes` field) is a `BipartiteNodes`."""
+    return isinstance(nodes, BipartiteNodes)
+
+
+def node_tables(graph: GraphsTuple) -> tuple[jax.Array, jax.Array]:
+    """The rows `senders` and `receivers` index: the two tables of a bipartite graph, else
+    `graph.nodes` twice."""
+    if is_bipartite(graph.nodes):
+        return tuple(graph.nodes)
+    return graph.nodes, graph.nodes
+
+
+def require_one_node_set(graph: GraphsTuple, block: str) -> None:
+    """Raise a `ValueError` naming `block` if `graph` is bipartite (`BipartiteNodes`)."""
+    if is_bipartite(graph.nodes):
+        widths = [table.shape[-1] for table in graph.nodes]
+        raise ValueError(
+            f"{block} takes the nodes of one node set, but the graph is bipartite (sender and "
+            f"receiver nodes of widths {widths[0]} and {widths[1]}). GraphSAGE, GAT and GATv2 "
+            f"take bipartite graphs; for {block}, project both node sets to one width."
+        )
+
+
 def graph_sage(
     update_fn: Callable[..., jax.Array],
     *,
@@ -249,7 +287,10 @@ def graph_sage(
     r"""A GraphSAGE layer (Hamilton et al. 2017): `x'_i = update_fn(nodes=x_i, neighbors=a_i)`.
 
     :math:`a_i` is the `aggregator` reduction of :math:`\mathrm{neighbor\_fn}(x_j)` over the
-    senders :math:`j` of :math:`i`'s incoming edges. Jittable.
+    senders :math:`j` of :math:`i`'s incoming edges. On a bipartite graph (nodes a
+    `BipartiteNodes(sender_nodes [N_s, F_s], receiver_nodes [N_r, F_r])`, as `SAGEConv`'s
+    `(x_src, x_dst)`)
+    :math:`x_j` are sender rows and :math:`x_i` receiver rows. Jittable.
 
     Args:
       update_fn: `(nodes=x_i, neighbors=a_i) -> [N, F']`, holding both weight matrices of
@@ -262,18 +303,20 @@ def graph_sage(
       indices_are_sorted: declares `graph.receivers` sorted (a faster scatter).
 
     Returns:
-      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (`[N, F] -> [N, F']`).
+      A function `GraphsTuple -> GraphsTuple` that replaces `graph.nodes` (`[N, F] -> [N, F']`,
+      on a bipartite graph `[N_r, F']`).
     """
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="graph_sage")
-        messages = graph.nodes if neighbor_fn is None else neighbor_fn(graph.nodes)
+        sender_nodes, receiver_nodes = node_tables(graph)
+        messages = sender_nodes if neighbor_fn is None else neighbor_fn(sender_nodes)
         neighbors = aggregate_received_edges(
-            graph._replace(edges=messages[graph.senders]),
+            graph._replace(nodes=receiver_nodes, edges=messages[graph.senders]),
             aggregator,
             indices_are_sorted=indices_are_sorted,
         )
-        updated = update_fn(nodes=graph.nodes, neighbors=neighbors)
+        updated = update_fn(nodes=receiver_nodes, neighbors=neighbors)
         if normalize:
             squared_norm = jnp.sum(updated * updated, axis=-1, keepdims=True)
             updated = updated * jax.lax.rsqrt(jnp.maximum(squared_norm, 1e-12))
@@ -309,6 +352,7 @@ def gin(
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="gin")
+        require_one_node_set(graph, "gin")
         neighbour_sum = _neighbour_sum(graph.nodes, graph, aggregator, indices_are_sorted)
         combined = tree_map(lambda x, s: (1.0 + epsilon) * x + s, graph.nodes, neighbour_sum)
         return graph._replace(nodes=mlp(combined))
@@ -346,6 +390,7 @@ def gine(
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "edges", "senders", "receivers", block="gine")
+        require_one_node_set(graph, "gine")
         edges = graph.edges if edge_fn is None else edge_fn(graph.edges)
         if edges.shape[-1] != graph.nodes.shape[-1]:
             raise ValueError(
@@ -416,6 +461,7 @@ def rgcn(
 
     def apply(graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "edges", "senders", "receivers", block="rgcn")
+        require_one_node_set(graph, "rgcn")
         num_nodes = graph.nodes.shape[0]
         projected = relation_fn(graph.nodes)
         projected = projected.reshape((num_nodes * num_relations,) + projected.shape[2:])

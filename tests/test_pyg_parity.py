@@ -1,6 +1,8 @@
 """gnkit against PyTorch Geometric with the same weights: `nn.GCN` / `GCNConv`, `nn.GAT` /
 `GATConv`, `nn.GATv2` / `GATv2Conv` (outputs, and gradients with respect to the node features
-and every weight), and the power-mean and degree-scaler aggregators.
+and every weight), `nn.GraphSAGE`, `GAT` and `GATv2` on a bipartite graph with sender and
+receiver widths `(3, 2)` against `SAGEConv`, `GATConv` and `GATv2Conv` with `in_channels=(3, 2)`,
+and the power-mean and degree-scaler aggregators.
 
 One small directed graph, in float64: node 0 receives a duplicated edge, node 2 holds one
 self-edge and node 4 two, node 5 only sends (in-degree 0), node 6 is isolated.
@@ -16,8 +18,9 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 pyg_aggr = pytest.importorskip("torch_geometric.nn.aggr")
 
 from gnkit import aggregators  # noqa: E402
+from gnkit.convolutions import BipartiteNodes  # noqa: E402
 from gnkit.graph import GraphsTuple  # noqa: E402
-from gnkit.nn import GAT, GCN, GATv2  # noqa: E402
+from gnkit.nn import GAT, GCN, GATv2, GraphSAGE  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -222,6 +225,132 @@ def test_gatv2_matches_gatv2conv(heads, concat, bias, share_weights, add_self_ed
         bias=bias,
     )
     assert_same_as_pyg(module, conv, GATV2_WEIGHTS, 3)
+
+
+# ------------------------------------------------------------------------ bipartite graphs
+# Seven sender nodes of width 3, five receiver nodes of width 2 (`in_channels=(3, 2)`): receiver
+# 1 gets a duplicated edge, receiver 4 none, sender 6 sends twice.
+
+BIPARTITE_SENDERS = np.array([0, 1, 2, 3, 4, 5, 6, 6, 2, 2])
+BIPARTITE_RECEIVERS = np.array([0, 0, 1, 1, 2, 3, 3, 0, 1, 2])
+SENDER_WIDTH, RECEIVER_WIDTH, N_SENDER, N_RECEIVER = 3, 2, 7, 5
+
+SAGE_WEIGHTS = [
+    (("neighbors", "kernel"), "lin_l.weight", "kernel"),
+    (("neighbors", "bias"), "lin_l.bias", "vector"),
+    (("root", "kernel"), "lin_r.weight", "kernel"),
+    (("project", "kernel"), "lin.weight", "kernel"),
+    (("project", "bias"), "lin.bias", "vector"),
+]
+BIPARTITE_GAT_WEIGHTS = [
+    (("linear", "kernel"), "lin_src.weight", "kernel"),
+    (("receiver_linear", "kernel"), "lin_dst.weight", "kernel"),
+    (("sender_attention",), "att_src", "attention"),
+    (("receiver_attention",), "att_dst", "attention"),
+    (("bias",), "bias", "vector"),
+]
+
+
+def bipartite_graph(sender_nodes, receiver_nodes):
+    return GraphsTuple(
+        nodes=BipartiteNodes(jnp.asarray(sender_nodes), jnp.asarray(receiver_nodes)),
+        edges=None,
+        receivers=jnp.asarray(BIPARTITE_RECEIVERS),
+        senders=jnp.asarray(BIPARTITE_SENDERS),
+        globals=None,
+        n_node=jnp.asarray([N_RECEIVER]),
+        n_edge=jnp.asarray([len(BIPARTITE_SENDERS)]),
+    )
+
+
+def assert_bipartite_same_as_pyg(module, conv, weights):
+    """`module` on the bipartite graph and `conv((x_src, x_dst), edge_index)` with the same
+    weights: outputs `[N_r, F']` and the gradients w.r.t. both node tables and every weight."""
+    sender_nodes = np.random.default_rng(5).normal(size=(N_SENDER, SENDER_WIDTH))
+    receiver_nodes = np.random.default_rng(6).normal(size=(N_RECEIVER, RECEIVER_WIDTH))
+    with jax.enable_x64(True):
+        params = random_params(module, bipartite_graph(sender_nodes, receiver_nodes))
+        out_shape = jax.eval_shape(module.apply, {"params": params},
+                                   bipartite_graph(sender_nodes, receiver_nodes)).nodes.shape
+        assert out_shape[0] == N_RECEIVER
+        cotangent = np.random.default_rng(7).normal(size=out_shape)
+
+        def objective(params, sender_nodes, receiver_nodes):
+            graph = bipartite_graph(sender_nodes, receiver_nodes)
+            out = module.apply({"params": params}, graph).nodes
+            return jnp.sum(out * cotangent), out
+
+        (param_grads, sender_grads, receiver_grads), out = jax.grad(
+            objective, argnums=(0, 1, 2), has_aux=True)(
+                params, jnp.asarray(sender_nodes), jnp.asarray(receiver_nodes))
+    conv = conv.double()
+    mapped = {}
+    with torch.no_grad():
+        for path, torch_name, kind in weights:
+            value = _lookup(params, path)
+            if value is not None:
+                conv.get_parameter(torch_name).copy_(
+                    torch.from_numpy(_to_torch_layout(kind, value)))
+                mapped[torch_name] = kind
+    assert set(mapped) == {name for name, _ in conv.named_parameters()}
+    x_src = torch.tensor(sender_nodes, requires_grad=True)
+    x_dst = torch.tensor(receiver_nodes, requires_grad=True)
+    edge_index = torch.from_numpy(np.stack([BIPARTITE_SENDERS, BIPARTITE_RECEIVERS]))
+    pyg_out = conv((x_src, x_dst), edge_index)
+    (pyg_out * torch.from_numpy(cotangent)).sum().backward()
+    assert np.abs(pyg_out.detach().numpy()).max() > 0.1
+    assert_close(out, pyg_out.detach().numpy())
+    assert_close(sender_grads, x_src.grad.numpy())
+    # Without a root weight PyG never reads x_dst (no gradient); here it is 0.
+    assert_close(receiver_grads, np.zeros_like(receiver_nodes) if x_dst.grad is None
+                 else x_dst.grad.numpy())
+    for path, torch_name, kind in weights:
+        if torch_name in mapped:
+            expected = _from_torch_layout(kind, conv.get_parameter(torch_name).grad.numpy())
+            assert np.abs(expected).max() > 1e-3, torch_name
+            assert_close(_lookup(param_grads, path), expected)
+
+
+@pytest.mark.parametrize("aggregator, project, root_weight", [
+    ("mean", False, True), ("max", True, True), ("sum", False, False)])
+def test_graph_sage_on_a_bipartite_graph_matches_sageconv(aggregator, project, root_weight):
+    module = GraphSAGE(4, aggregator=aggregator, project=project, root_weight=root_weight)
+    conv = pyg_nn.SAGEConv((SENDER_WIDTH, RECEIVER_WIDTH), 4, aggr=aggregator, project=project,
+                           root_weight=root_weight)
+    assert_bipartite_same_as_pyg(module, conv, SAGE_WEIGHTS)
+
+
+@pytest.mark.parametrize("heads, concat", [(1, True), (3, True), (3, False)])
+def test_gat_on_a_bipartite_graph_matches_gatconv(heads, concat):
+    module = GAT(4, num_heads=heads, combine_heads="concat" if concat else "mean",
+                 add_self_edges=False)
+    conv = pyg_nn.GATConv((SENDER_WIDTH, RECEIVER_WIDTH), 4, heads=heads, concat=concat,
+                          add_self_loops=False)
+    assert_bipartite_same_as_pyg(module, conv, BIPARTITE_GAT_WEIGHTS)
+
+
+@pytest.mark.parametrize("heads, concat", [(1, True), (3, False)])
+def test_gatv2_on_a_bipartite_graph_matches_gatv2conv(heads, concat):
+    module = GATv2(4, num_heads=heads, combine_heads="concat" if concat else "mean",
+                   add_self_edges=False)
+    conv = pyg_nn.GATv2Conv((SENDER_WIDTH, RECEIVER_WIDTH), 4, heads=heads, concat=concat,
+                            add_self_loops=False)
+    assert_bipartite_same_as_pyg(module, conv, GATV2_WEIGHTS)
+
+
+def test_bipartite_graphs_reject_self_edges_shared_weights_and_one_width_layers():
+    graph = bipartite_graph(np.ones((N_SENDER, SENDER_WIDTH)), np.ones((N_RECEIVER, RECEIVER_WIDTH)))
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"gat: add_self_edges=True needs one node set, but the "
+                                         r"graph is bipartite \(sender and receiver nodes of "
+                                         r"widths 3 and 2\)"):
+        GAT(4).init(key, graph)
+    with pytest.raises(ValueError, match=r"GATv2: share_weights=True needs sender and receiver "
+                                         r"nodes of one width; the graph's are 3 and 2\."):
+        GATv2(4, share_weights=True, add_self_edges=False).init(key, graph)
+    with pytest.raises(ValueError, match=r"GCN takes the nodes of one node set, but the graph is "
+                                         r"bipartite"):
+        GCN(4).init(key, graph)
 
 
 # ---------------------------------------------------------------------------------- aggregators

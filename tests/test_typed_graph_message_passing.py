@@ -182,11 +182,18 @@ def test_hetero_conv_with_gin_and_gine_matches_a_per_relation_loop():
                                    **TOLERANCE)
 
 
-def test_hetero_conv_between_sets_of_different_widths_says_to_project():
+def test_hetero_conv_between_sets_of_different_widths_is_bipartite():
     graph, _ = graph_and_padded(4)
     narrow = graph._replace(nodes={**graph.nodes, "author": graph.nodes["author"]._replace(
         features=graph.nodes["author"].features[:, :2])})
-    with pytest.raises(ValueError, match=r"sender \(2,\), receiver \(3,\).*Project each node"):
+    bipartite, offset = tg.edge_set_graph(narrow, WRITES)
+    assert offset == 0 and isinstance(bipartite.nodes, gnkit.convolutions.BipartiteNodes)
+    np.testing.assert_array_equal(bipartite.nodes.sender_nodes, narrow.nodes["author"].features)
+    np.testing.assert_array_equal(bipartite.nodes.receiver_nodes, narrow.nodes["paper"].features)
+    np.testing.assert_array_equal(bipartite.receivers, narrow.edges[WRITES].receivers)
+    with pytest.raises(ValueError, match=r"gin takes the nodes of one node set, but the graph is "
+                                         r"bipartite \(sender and receiver nodes of widths 2 and "
+                                         r"3\).*project both node sets to one width"):
         tg.hetero_conv({WRITES: gnkit.gin(lambda x: x)})(narrow)
     with pytest.raises(ValueError, match="aggregate must be one of"):
         tg.hetero_conv({WRITES: gnkit.gin(lambda x: x)}, aggregate="min")

@@ -9,7 +9,8 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.dmpnn import bond_message_passing
-from gnkit.graph import GraphsTuple, node_graph_index
+from gnkit.graph import GraphsTuple, node_graph_index, require
+from gnkit.nn.input_width import check_input_width
 
 READOUTS = ("sum", "mean", "norm")
 
@@ -45,6 +46,11 @@ class DMPNN(nn.Module):
 
     @nn.compact
     def __call__(self, graph: GraphsTuple, reverse_edges: jax.Array | None = None) -> GraphsTuple:
+        require(graph, "nodes", "edges", block="DMPNN")
+        node_width = graph.nodes.shape[-1]
+        check_input_width(self, ("W_o", "kernel"), node_width, offset=self.hidden_size)
+        check_input_width(self, ("W_i", "kernel"), graph.edges.shape[-1], offset=node_width,
+                          what="edge features", argument="in_edge_features")
         block = bond_message_passing(
             nn.Dense(self.hidden_size, use_bias=self.bias, name="W_i"),
             nn.Dense(self.hidden_size, use_bias=self.bias, name="W_h"),

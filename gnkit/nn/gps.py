@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from gnkit.graph import GraphsTuple, node_graph_index, require
 from gnkit.graph_transformer import within_graph_attention
+from gnkit.nn.input_width import check_input_width
 from gnkit.nn.layers import GINE
 
 NORMS = ("batch_norm", "layer_norm", None)
@@ -60,6 +61,7 @@ class GraphMultiheadAttention(nn.Module):
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "n_node", block="GraphMultiheadAttention")
         width = graph.nodes.shape[-1]
+        check_input_width(self, ("query", "kernel"), width)
         if width % self.num_heads:
             raise ValueError(
                 f"GraphMultiheadAttention: node width {width} is not divisible by "
@@ -153,6 +155,7 @@ class GPSLayer(nn.Module):
             raise ValueError(f"GPSLayer: norm must be one of {NORMS}, got {self.norm!r}.")
         x = graph.nodes
         width = x.shape[-1]
+        check_input_width(self, ("mlp_hidden", "kernel"), width)
 
         def dropout(h):
             return nn.Dropout(self.dropout_rate)(h, deterministic=not train)
@@ -252,6 +255,9 @@ class GPS(nn.Module):
                 f"GPS: channels={self.channels} must exceed laplacian_features + "
                 f"random_walk_features = {self.channels - node_features}."
             )
+        check_input_width(self, ("node_encoder", "kernel"), graph.nodes.shape[-1])
+        check_input_width(self, ("edge_encoder", "kernel"), graph.edges.shape[-1],
+                          what="edge features", argument="in_edge_features")
         parts = [nn.Dense(node_features, name="node_encoder")(graph.nodes)]
         for width, encodings, name in (
             (self.laplacian_features, laplacian_pe, "laplacian"),
@@ -264,6 +270,9 @@ class GPS(nn.Module):
                 )
             if encodings is None:
                 continue
+            check_input_width(self, (f"{name}_encoder", "kernel"), encodings.shape[-1],
+                              what="encoding features", argument=f"in_{name}_features",
+                              found_in=f"{name}_pe")
             if name == "laplacian" and train:
                 encodings = _flip_signs(encodings, graph, self.make_rng("dropout"))
             parts.append(nn.Dense(width, name=f"{name}_encoder")(encodings))

@@ -45,6 +45,7 @@ from gnkit.blocks import (
     graph_independent,
 )
 from gnkit.graph import GraphsTuple, edge_graph_index, node_graph_index, require
+from gnkit.nn.input_width import check_input_width
 from gnkit.nn.mlp import MLP
 
 Initializer = Callable[..., jax.Array]
@@ -129,6 +130,8 @@ class FactorisedDense(nn.Module):
         activation: Callable[[jax.Array], jax.Array] | None = None,
     ) -> jax.Array:
         sizes = [table.shape[-1] for table, _ in parts]
+        check_input_width(self, ("kernel",), sum(sizes), what="input features (all parts)",
+                          argument="sum(in_features)", found_in="input")
         kernel = self.param("kernel", self.kernel_init, (sum(sizes), self.features))
         bias = self.param("bias", self.bias_init, (self.features,)) if self.use_bias else None
         if not self.factorised:

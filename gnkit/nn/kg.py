@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.convolutions import rgcn
-from gnkit.graph import GraphsTuple
+from gnkit.graph import GraphsTuple, require
+from gnkit.nn.input_width import check_input_width
 from gnkit.kg.scorers import Scorer, get_scorer
 from gnkit.kg.training import penalty
 
@@ -109,6 +110,11 @@ class RGCN(nn.Module):
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", block="RGCN")
+        width = graph.nodes.shape[-1]
+        check_input_width(self, ("kernels",), width, axis=1)
+        check_input_width(self, ("bases",), width, axis=1)
+        check_input_width(self, ("self", "kernel"), width)
         self_fn = nn.Dense(self.features, use_bias=False, name="self") if self.self_loop else None
         graph = rgcn(
             self._relation_fn(graph.nodes.shape[-1]),

@@ -14,6 +14,15 @@ their self-edges in the edge list, one per node (the graph's own removed first, 
 With their default settings GCN, GAT and GATv2 compute what PyTorch Geometric's `GCNConv`,
 `GATConv` and `GATv2Conv` compute with the same weights (`tests/test_pyg_parity.py`), on directed
 graphs and on graphs that already hold self-edges too; each docstring names the weight mapping.
+
+GraphSAGE, GAT and GATv2 also take a bipartite graph, as PyG's `SAGEConv`, `GATConv` and
+`GATv2Conv` take `(x_src, x_dst)` with in_channels `(F_s, F_r)`: `graph.nodes` a
+`BipartiteNodes(sender_nodes [N_s, F_s], receiver_nodes [N_r, F_r])` (`gnkit.convolutions`), giving
+the receivers' new features `[N_r, features]`; `gnkit.typed_graph.edge_set_graph` builds one for
+an edge set between node sets of different widths. The other layers need one node width.
+
+Every layer checks, before applying its parameters, that the graph has the widths they were
+built for (`gnkit.nn.input_width`), and raises an `InputWidthError` naming both otherwise.
 """
 
 from __future__ import annotations
@@ -26,12 +35,43 @@ import jax.numpy as jnp
 
 from gnkit.attention import _attend, _check_combine, _combine_heads, _edge_index, gat
 from gnkit.blocks import Aggregator
-from gnkit.convolutions import gcn, gin, gine, graph_sage
+from gnkit.convolutions import (
+    gcn,
+    gin,
+    gine,
+    graph_sage,
+    is_bipartite,
+    node_tables,
+    require_one_node_set,
+)
 from gnkit.graph import GraphsTuple, require
+from gnkit.nn.input_width import built_width, check_input_width
 from gnkit.nn.mlp import MLP
 from gnkit.segment import safe_segment_softmax
 
 _attention_init = nn.initializers.variance_scaling(1.0, "fan_in", "normal", in_axis=-1, out_axis=-2)
+
+_ONE_SIDE = ("node features", "in_features")
+_SENDER_SIDE = ("sender node features", "in_features[0]")
+_RECEIVER_SIDE = ("receiver node features", "in_features[1]")
+
+
+def _one_width(graph: GraphsTuple, block: str) -> int:
+    """The node width `F` of nodes `[N, F]`; a `ValueError` for a bipartite graph."""
+    require_one_node_set(graph, block)
+    return graph.nodes.shape[-1]
+
+
+def _sides(graph: GraphsTuple) -> tuple[tuple[str, str], tuple[str, str]]:
+    """What the sender and receiver widths are called in an `InputWidthError`."""
+    if is_bipartite(graph.nodes):
+        return _SENDER_SIDE, _RECEIVER_SIDE
+    return _ONE_SIDE, _ONE_SIDE
+
+
+def _check_side(module: nn.Module, kernel: str, width: int, side: tuple[str, str]) -> None:
+    what, argument = side
+    check_input_width(module, (kernel, "kernel"), width, what=what, argument=argument)
 
 
 class GCN(nn.Module):
@@ -90,9 +130,11 @@ class GCN(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", block="GCN")
+        width = _one_width(graph, "GCN")
+        check_input_width(self, ("linear", "kernel"), width)
         project_first = self.project_first
         if project_first is None:
-            project_first = graph.nodes.shape[-1] > self.features
+            project_first = width > self.features
         graph = gcn(
             nn.Dense(self.features, use_bias=False, name="linear"),
             add_self_edges=self.add_self_edges,
@@ -123,7 +165,9 @@ class GAT(nn.Module):
 
     As PyTorch Geometric's `GATConv` (no edge features, no dropout, no residual): `linear` kernel
     is `lin.weight.T`, `sender_attention` is `att_src[0]`, `receiver_attention` is `att_dst[0]`,
-    `combine_heads='mean'` is `concat=False`.
+    `combine_heads='mean'` is `concat=False`. On a bipartite graph whose two sides differ in width
+    (`GATConv((F_s, F_r), ...)`), `linear` projects the senders (`lin_src`) and a second kernel
+    `"receiver_linear"` the receivers (`lin_dst`), with `add_self_edges=False`.
 
     Attributes:
       features: width of each head.
@@ -162,6 +206,20 @@ class GAT(nn.Module):
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", block="GAT")
+        sender_nodes, receiver_nodes = node_tables(graph)
+        sender_side, receiver_side = _sides(graph)
+        if self.is_initializing():
+            separate = sender_nodes.shape[-1] != receiver_nodes.shape[-1]
+        else:
+            separate = built_width(self, ("receiver_linear", "kernel")) is not None
+        _check_side(self, "linear", sender_nodes.shape[-1], sender_side)
+        _check_side(self, "receiver_linear" if separate else "linear", receiver_nodes.shape[-1],
+                    receiver_side)
+        width = self.num_heads * self.features
+        receiver_project_fn = None
+        if separate:
+            receiver_project_fn = nn.Dense(width, use_bias=False, name="receiver_linear")
         shape = (self.num_heads, self.features)
         sender_attention = self.param("sender_attention", _attention_init, shape)
         receiver_attention = self.param("receiver_attention", _attention_init, shape)
@@ -172,8 +230,9 @@ class GAT(nn.Module):
             )
 
         graph = gat(
-            nn.Dense(self.num_heads * self.features, use_bias=False, name="linear"),
+            nn.Dense(width, use_bias=False, name="linear"),
             logit_fn,
+            receiver_project_fn=receiver_project_fn,
             num_heads=self.num_heads,
             negative_slope=self.negative_slope,
             add_self_edges=self.add_self_edges,
@@ -201,7 +260,9 @@ class GATv2(nn.Module):
 
     As PyTorch Geometric's `GATv2Conv` (no edge features, no dropout, no residual): `source` is
     `lin_l` (kernel `weight.T`), `target` is `lin_r`, `attention` is `att[0]`,
-    `combine_heads='mean'` is `concat=False`, `use_bias` is `bias`.
+    `combine_heads='mean'` is `concat=False`, `use_bias` is `bias`. On a bipartite graph `source`
+    projects the senders and `target` the receivers (`GATv2Conv((F_s, F_r), ...)`), with
+    `add_self_edges=False`; `share_weights` then needs both sides of one width.
 
     Attributes:
       features: width of each head.
@@ -244,15 +305,25 @@ class GATv2(nn.Module):
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "senders", "receivers", block="GATv2")
         _check_combine(self.combine_heads)
-        n_node = graph.nodes.shape[0]
+        sender_nodes, receiver_nodes = node_tables(graph)
+        sender_side, receiver_side = _sides(graph)
+        if self.share_weights and sender_nodes.shape[-1] != receiver_nodes.shape[-1]:
+            raise ValueError(
+                f"GATv2: share_weights=True needs sender and receiver nodes of one width; the "
+                f"graph's are {sender_nodes.shape[-1]} and {receiver_nodes.shape[-1]}."
+            )
+        _check_side(self, "source", sender_nodes.shape[-1], sender_side)
+        _check_side(self, "source" if self.share_weights else "target",
+                    receiver_nodes.shape[-1], receiver_side)
+        n_node = receiver_nodes.shape[0]
         width = self.num_heads * self.features
-        heads = (n_node, self.num_heads, self.features)
-        source = nn.Dense(width, use_bias=self.use_bias, name="source")(graph.nodes)
-        source = source.reshape(heads)
-        target = source
-        if not self.share_weights:
-            target = nn.Dense(width, use_bias=self.use_bias, name="target")(graph.nodes)
-            target = target.reshape(heads)
+        source_dense = nn.Dense(width, use_bias=self.use_bias, name="source")
+        source = source_dense(sender_nodes).reshape((-1, self.num_heads, self.features))
+        if self.share_weights:
+            target = source if receiver_nodes is sender_nodes else source_dense(receiver_nodes)
+        else:
+            target = nn.Dense(width, use_bias=self.use_bias, name="target")(receiver_nodes)
+        target = target.reshape((n_node, self.num_heads, self.features))
         attention = self.param("attention", _attention_init, (self.num_heads, self.features))
         edges = _edge_index(graph, self.add_self_edges, self.indices_are_sorted, "GATv2")
         hidden = source[edges.senders] + target[edges.receivers]
@@ -273,8 +344,10 @@ class GraphSAGE(nn.Module):
 
     :math:`\operatorname{agg}` runs over the senders :math:`j` of :math:`i`'s incoming edges.
     :math:`W_n` (`"neighbors"`, with the bias :math:`b`) and :math:`W_r` (`"root"`, no bias) are
-    Dense kernels. As PyTorch Geometric's `SAGEConv`. Nodes
-    `[N, F] -> [N, features]`. Jittable.
+    Dense kernels. As PyTorch Geometric's `SAGEConv` (`neighbors` is `lin_l`, `root` `lin_r`,
+    `project` `lin`). Nodes `[N, F] -> [N, features]`; on a bipartite graph (`SAGEConv((F_s,
+    F_r), ...)`) :math:`x_j` are sender rows `[N_s, F_s]` and :math:`x_i` receiver rows
+    `[N_r, F_r]`, output `[N_r, features]`. Jittable.
 
     Attributes:
       features: output width.
@@ -308,9 +381,16 @@ class GraphSAGE(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", block="GraphSAGE")
+        sender_nodes, receiver_nodes = node_tables(graph)
+        sender_side, receiver_side = _sides(graph)
+        sender_width = sender_nodes.shape[-1]
+        if self.project:
+            _check_side(self, "project", sender_width, sender_side)
+        if self.root_weight:
+            _check_side(self, "root", receiver_nodes.shape[-1], receiver_side)
         neighbor_fn = None
         if self.project:
-            projection = nn.Dense(graph.nodes.shape[-1], name="project")
+            projection = nn.Dense(sender_width, name="project")
 
             def neighbor_fn(nodes):
                 return nn.relu(projection(nodes))
@@ -319,6 +399,10 @@ class GraphSAGE(nn.Module):
         root_dense = nn.Dense(self.features, use_bias=False, name="root")
 
         def update_fn(nodes, neighbors):
+            # An aggregator may widen the rows (several reductions side by side).
+            check_input_width(self, ("neighbors", "kernel"), sender_width, what=sender_side[0],
+                              argument=sender_side[1],
+                              rows_per_feature=max(1, neighbors.shape[-1] // sender_width))
             updated = neighbors_dense(neighbors)
             return updated + root_dense(nodes) if self.root_weight else updated
 
@@ -369,6 +453,8 @@ class GIN(nn.Module):
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
+        require(graph, "nodes", block="GIN")
+        check_input_width(self, ("mlp", "dense_0", "kernel"), _one_width(graph, "GIN"))
         epsilon = self.epsilon
         if self.learn_epsilon:
             epsilon = self.param("epsilon", nn.initializers.constant(self.epsilon), ())
@@ -428,13 +514,23 @@ class GINE(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "edges", block="GINE")
+        node_width = _one_width(graph, "GINE")
+        edge_width = graph.edges.shape[-1]
+        check_input_width(self, ("mlp", "dense_0", "kernel"), node_width)
+        project = self.project_edges
+        if project is None and self.is_initializing():
+            project = edge_width != node_width
+        elif project is None:
+            project = built_width(self, ("edge_projection", "kernel")) is not None
+        if project:
+            check_input_width(self, ("edge_projection", "kernel"), edge_width,
+                              what="edge features", argument="in_edge_features")
+        else:
+            check_input_width(self, ("mlp", "dense_0", "kernel"), edge_width,
+                              what="edge features", argument="in_edge_features")
         epsilon = self.epsilon
         if self.learn_epsilon:
             epsilon = self.param("epsilon", nn.initializers.constant(self.epsilon), ())
-        node_width = graph.nodes.shape[-1]
-        project = self.project_edges
-        if project is None:
-            project = graph.edges.shape[-1] != node_width
         edge_fn = nn.Dense(node_width, name="edge_projection") if project else None
         mlp = MLP(tuple(self.features), activation=self.activation, name="mlp")
         return gine(

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.aggregators import tree_reduce
+from gnkit.nn.input_width import check_input_width
 
 
 class LCMAggregation(nn.Module):
@@ -75,6 +76,8 @@ class LCMAggregation(nn.Module):
 
     def __call__(self, data, segment_ids, num_segments, indices_are_sorted=False):
         if self.project:
+            check_input_width(self, ("projection", "kernel"), data.shape[-1],
+                              what="input features", found_in="input")
             data = self.activation(self.projection(data))
         elif data.shape[-1] != self.features:
             raise ValueError(

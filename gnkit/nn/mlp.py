@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 import flax.linen as nn
 import jax
 
+from gnkit.nn.input_width import check_input_width
+
 
 class MLP(nn.Module):
     """Dense layers with an activation between them, optional LayerNorm and dropout.
@@ -20,7 +22,8 @@ class MLP(nn.Module):
       dropout_rate: dropout after each hidden activation; active only when
         `deterministic=False` is passed and a `'dropout'` rng is given.
 
-    Input `[..., F_in]`, output `[..., features[-1]]`. Jittable.
+    Input `[..., F_in]`, output `[..., features[-1]]`; an input of another width than the one
+    the parameters were built on raises an `InputWidthError`. Jittable.
 
     Example:
         Two rows of four features:
@@ -41,6 +44,8 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, inputs: jax.Array, deterministic: bool = True) -> jax.Array:
+        check_input_width(self, ("dense_0", "kernel"), inputs.shape[-1],
+                          what="input features", found_in="input")
         hidden = inputs
         last = len(self.features) - 1
         for index, width in enumerate(self.features):

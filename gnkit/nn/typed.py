@@ -6,6 +6,12 @@ and per edge set (named by the set; an edge set by its name, or `'sender__name__
 where the name repeats) and call `typed_graph_network`, `hetero_conv` and `rgcn`. They read
 the schema (which sets exist) from the graph they are applied to, so one module serves every
 batch of that schema. Jittable; padding rows never reach real ones.
+
+Features may be arrays or dicts of arrays (as `gnkit.typed_graph.from_hetero_data` gives,
+`{"x": ..., "y": ...}`): `node_feature_key` (and `edge_feature_key` where edge features are
+read) names the array a layer reads from a dict, and the layer writes its output back under
+that key, keeping the other entries (`gnkit.typed_graph.features`). Every input Dense checks
+the width it was built for (`gnkit.nn.input_width`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from gnkit.nn.input_width import check_input_width
 from gnkit.nn.mlp import MLP
+from gnkit.typed_graph.features import restore_features, select_features
 from gnkit.typed_graph.message_passing import hetero_conv, rgcn, typed_graph_network
 from gnkit.typed_graph.types import EdgeSetKey, TypedGraph, module_name
 
@@ -42,8 +50,9 @@ class TypedGraphNetwork(nn.Module):
     `use_sent_edges`), and the context update only when `context_features` is given. Missing
     parts (no edge features, no context) are left out of the concatenations. MLPs are
     `gnkit.nn.MLP` with `activation` between layers and none after the last; they are named by
-    the set (`edge_<name>`, `node_<name>`, `context`). Features must be arrays `[rows, F]`.
-    Jittable.
+    the set (`edge_<name>`, `node_<name>`, `context`). Features are arrays `[rows, F]`, or dicts
+    of them read at `node_feature_key` / `edge_feature_key` (the new features are written back
+    there); context features are arrays. Jittable.
 
     Attributes:
       edge_features: the edge MLPs' layer widths.
@@ -52,6 +61,8 @@ class TypedGraphNetwork(nn.Module):
       use_sent_edges: whether node updates also read the aggregates of their outgoing edges.
       aggregator: the gnkit aggregator of the edge-to-node and per-graph reductions.
       activation: between the MLPs' layers.
+      node_feature_key: the key of the array to read in node feature dicts (None: no dicts).
+      edge_feature_key: the key of the array to read in edge feature dicts (None: no dicts).
 
     Example:
         Two papers citing each other, written by one author (features `[2, 3]`, `[1, 3]`):
@@ -80,9 +91,20 @@ class TypedGraphNetwork(nn.Module):
     use_sent_edges: bool = False
     aggregator: str = "sum"
     activation: Callable[[jax.Array], jax.Array] = nn.relu
+    node_feature_key: str | None = None
+    edge_feature_key: str | None = None
 
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
+        if isinstance(graph.context.features, Mapping):
+            raise ValueError(
+                f"TypedGraphNetwork: the context holds its features as a dict with keys "
+                f"{sorted(graph.context.features)}; it reads context features as one array "
+                "[G, F]."
+            )
+        original = graph
+        graph = select_features(graph, "TypedGraphNetwork", self.node_feature_key,
+                                self.edge_feature_key)
         keys = list(graph.edges)
 
         def edge_update(key):
@@ -115,12 +137,13 @@ class TypedGraphNetwork(nn.Module):
                 parts += [edges[key] for key in sorted(edges)]
                 return context_mlp(_concatenate(*parts, context))
 
-        return typed_graph_network(
+        updated = typed_graph_network(
             {key: edge_update(key) for key in keys},
             {name: node_update(name) for name in sorted(graph.nodes)},
             context_update,
             aggregator=self.aggregator,
         )(graph)
+        return restore_features(original, updated, self.node_feature_key, self.edge_feature_key)
 
 
 class HeteroConv(nn.Module):
@@ -132,9 +155,13 @@ class HeteroConv(nn.Module):
     name. Each runs on `gnkit.typed_graph.edge_set_graph` of its edge set; the receivers' new
     features are combined per node set by `aggregate` ('sum', 'mean', 'max'), as PyTorch
     Geometric's `HeteroConv`. Edge sets without a layer are not used; node sets that receive
-    nothing keep their features. With `GCNConv`, `SAGEConv` or `GATConv` per edge type and the
-    same weights it computes what `HeteroConv` does (`tests/test_typed_graph_modules.py`).
-    Jittable.
+    nothing keep their features. An edge set between node sets of different widths reaches its
+    layer as a bipartite graph (`gnkit.convolutions.BipartiteNodes`, as PyG's `(x_src, x_dst)`),
+    which GraphSAGE, GAT and GATv2 take. With `GCNConv`, `SAGEConv`, `GATConv` or `GATv2Conv`
+    per edge type (the last three also with `(F_s, F_r)` in_channels) and the same weights it
+    computes what `HeteroConv` does (`tests/test_typed_graph_modules.py`). Node feature dicts are
+    read at `node_feature_key`, edge feature dicts (for layers such as GINE) at
+    `edge_feature_key`. Jittable.
 
     Example:
         Two papers citing each other, written by one author (features `[2, 3]`, `[1, 3]`):
@@ -159,9 +186,13 @@ class HeteroConv(nn.Module):
 
     layers: Mapping[str, nn.Module]
     aggregate: str = "sum"
+    node_feature_key: str | None = None
+    edge_feature_key: str | None = None
 
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
+        original = graph
+        graph = select_features(graph, "HeteroConv", self.node_feature_key, self.edge_feature_key)
         names = {module_name(key, graph.edges): key for key in graph.edges}
         unknown = sorted(set(self.layers) - set(names))
         if unknown:
@@ -171,19 +202,28 @@ class HeteroConv(nn.Module):
             names[name]: layer.clone(parent=self, name=name)
             for name, layer in self.layers.items()
         }
-        return hetero_conv(convs, aggregate=self.aggregate)(graph)
+        updated = hetero_conv(convs, aggregate=self.aggregate)(graph)
+        return restore_features(original, updated, self.node_feature_key, self.edge_feature_key)
 
 
-def to_hetero(layer: nn.Module, edge_sets: Iterable[EdgeSetKey], aggregate: str = "sum"
-              ) -> HeteroConv:
+def to_hetero(
+    layer: nn.Module,
+    edge_sets: Iterable[EdgeSetKey],
+    aggregate: str = "sum",
+    *,
+    node_feature_key: str | None = None,
+    edge_feature_key: str | None = None,
+) -> HeteroConv:
     """A typed version of a homogeneous layer spec: one copy of `layer` per edge set.
 
     As PyTorch Geometric's `to_hetero` for one layer: `to_hetero(gnkit.nn.GraphSAGE(16),
     graph.edges)` is a `HeteroConv` with a GraphSAGE of its own parameters for every edge set
-    (named by the set), summed (`aggregate`) per receiving node set.
+    (named by the set), summed (`aggregate`) per receiving node set; the feature keys are
+    `HeteroConv`'s.
     """
     keys = list(edge_sets)
-    return HeteroConv({module_name(key, keys): layer for key in keys}, aggregate=aggregate)
+    return HeteroConv({module_name(key, keys): layer for key in keys}, aggregate=aggregate,
+                      node_feature_key=node_feature_key, edge_feature_key=edge_feature_key)
 
 
 class TypedRGCN(nn.Module):
@@ -196,7 +236,8 @@ class TypedRGCN(nn.Module):
     :math:`i` (`normalization='in_degree'`) or a sum (`'none'`). The self-loop Dense per node set
     :math:`t` (`self_<set>`, :math:`W_t` and :math:`b_t`) is there when `self_loop` (default).
     Node sets that receive no edge set and have no self-loop keep their features. Output
-    `[N_t, features]`, no activation; see `gnkit.typed_graph.rgcn`. Jittable.
+    `[N_t, features]`, no activation; see `gnkit.typed_graph.rgcn`. Node feature dicts are read
+    at `node_feature_key` and the output written back there. Jittable.
 
     Example:
         Two papers citing each other, written by one author (features `[2, 3]`, `[1, 3]`):
@@ -222,10 +263,22 @@ class TypedRGCN(nn.Module):
     features: int
     self_loop: bool = True
     normalization: str = "in_degree"
+    node_feature_key: str | None = None
 
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
+        original = graph
+        graph = select_features(graph, "TypedRGCN", self.node_feature_key)
         keys = list(graph.edges)
+        inputs = [(module_name(key, keys), key.node_sets[0]) for key in keys]
+        if self.self_loop:
+            inputs += [(f"self_{name}", name) for name in graph.nodes]
+        for kernel, name in inputs:
+            features = graph.nodes[name].features
+            if features is not None:
+                check_input_width(self, (kernel, "kernel"), jnp.shape(features)[-1],
+                                  what=f"features in node set {name!r}",
+                                  argument=f"in_node_features[{name!r}]")
         relation_fns = {
             key: nn.Dense(self.features, use_bias=False, name=module_name(key, keys))
             for key in keys
@@ -233,4 +286,5 @@ class TypedRGCN(nn.Module):
         self_fns = None
         if self.self_loop:
             self_fns = {name: nn.Dense(self.features, name=f"self_{name}") for name in graph.nodes}
-        return rgcn(relation_fns, self_fns, normalization=self.normalization)(graph)
+        updated = rgcn(relation_fns, self_fns, normalization=self.normalization)(graph)
+        return restore_features(original, updated, self.node_feature_key)

@@ -1,19 +1,32 @@
 """NNX twins of the layers in `gnkit.nn.layers`: GCN, GAT, GATv2, GraphSAGE, GIN and GINE.
 
 Each takes the input node width `in_features` and the linen twin's attributes; `__call__(graph)`
-returns the graph with new node features, as the linen twin does. See `gnkit.nn.layers` for the
-math and the PyTorch Geometric weight mapping.
+returns the graph with new node features, as the linen twin does. GraphSAGE, GAT and GATv2 also
+take `in_features=(F_s, F_r)`, the sender and receiver widths of a bipartite graph
+(`gnkit.convolutions.BipartiteNodes`), as PyTorch Geometric's `in_channels=(F_s, F_r)`. See
+`gnkit.nn.layers` for the math and the PyTorch Geometric weight mapping.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax.numpy as jnp
 from flax import nnx
 
+from gnkit.convolutions import BipartiteNodes
 from gnkit.graph import GraphsTuple
 from gnkit.nn import layers
 from gnkit.nnx.twin import Twin, sample_graph
+
+
+def _sample(in_features: int | tuple[int, int]) -> GraphsTuple:
+    """The one-node graph of width `in_features`, or the bipartite one of widths `(F_s, F_r)`."""
+    if isinstance(in_features, int):
+        return sample_graph(nodes=in_features)
+    sender_width, receiver_width = in_features
+    return sample_graph()._replace(nodes=BipartiteNodes(jnp.zeros((1, sender_width)),
+                                                        jnp.zeros((1, receiver_width))))
 
 
 class _NodeLayer(Twin):
@@ -44,15 +57,18 @@ class GAT(_NodeLayer, linen=layers.GAT):
     (or `[N, features]` with `combine_heads='mean'`).
 
     Args:
-      in_features: the input node width `F`.
+      in_features: the input node width `F`, or the sender and receiver widths `(F_s, F_r)`
+        of a bipartite graph.
       features: the width of each head.
       rngs: initialises the parameters.
       **options: `gnkit.nn.GAT`'s other attributes (`num_heads`, `combine_heads`, ...).
     """
 
-    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+    def __init__(
+        self, in_features: int | tuple[int, int], features: int, *, rngs: nnx.Rngs, **options
+    ):
         self._build(layers.GAT, dict(features=features, **options), rngs,
-                    (sample_graph(nodes=in_features),))
+                    (_sample(in_features),))
 
 
 class GATv2(_NodeLayer, linen=layers.GATv2):
@@ -60,30 +76,36 @@ class GATv2(_NodeLayer, linen=layers.GATv2):
     `[N, features]` with `combine_heads='mean'`).
 
     Args:
-      in_features: the input node width `F`.
+      in_features: the input node width `F`, or the sender and receiver widths `(F_s, F_r)`
+        of a bipartite graph.
       features: the width of each head.
       rngs: initialises the parameters.
       **options: `gnkit.nn.GATv2`'s other attributes (`num_heads`, `share_weights`, ...).
     """
 
-    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+    def __init__(
+        self, in_features: int | tuple[int, int], features: int, *, rngs: nnx.Rngs, **options
+    ):
         self._build(layers.GATv2, dict(features=features, **options), rngs,
-                    (sample_graph(nodes=in_features),))
+                    (_sample(in_features),))
 
 
 class GraphSAGE(_NodeLayer, linen=layers.GraphSAGE):
     """GraphSAGE (`gnkit.nn.GraphSAGE`): nodes `[N, in_features] -> [N, features]`.
 
     Args:
-      in_features: the input node width `F`.
+      in_features: the input node width `F`, or the sender and receiver widths `(F_s, F_r)`
+        of a bipartite graph.
       features: the output width.
       rngs: initialises the parameters.
       **options: `gnkit.nn.GraphSAGE`'s other attributes (`aggregator`, `project`, ...).
     """
 
-    def __init__(self, in_features: int, features: int, *, rngs: nnx.Rngs, **options):
+    def __init__(
+        self, in_features: int | tuple[int, int], features: int, *, rngs: nnx.Rngs, **options
+    ):
         self._build(layers.GraphSAGE, dict(features=features, **options), rngs,
-                    (sample_graph(nodes=in_features),))
+                    (_sample(in_features),))
 
 
 class GIN(_NodeLayer, linen=layers.GIN):

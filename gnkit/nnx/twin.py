@@ -51,6 +51,7 @@ import numpy as np
 from flax import nnx
 
 from gnkit.graph import GraphsTuple
+from gnkit.nn.input_width import InputWidthError
 
 _TWINS: dict[type, type] = {}
 COLLECTIONS = ("params", "batch_stats")
@@ -190,8 +191,18 @@ class Twin(nnx.Module):
         the `'dropout'` key comes from `rngs` (an `nnx.Rngs`, a stream or a key used as is) or
         from the stream the module keeps (`rngs` attribute), and the updated batch statistics
         are written to the `nnx.BatchStat` variables. The linen module's own training argument
-        (`train=`, `deterministic=`) is the caller's, among `kwargs`.
+        (`train=`, `deterministic=`) is the caller's, among `kwargs`. An input of another
+        width than the module was built for raises the linen module's `InputWidthError`, naming
+        this module's constructor argument for that width (`in_features=2`).
         """
+        try:
+            return self._apply_linen(args, method, training, rngs, kwargs)
+        except InputWidthError as error:
+            if error.path:
+                raise
+            raise error.naming_argument() from None
+
+    def _apply_linen(self, args, method, training, rngs, kwargs) -> Any:
         variables = self.linen_variables()
         if not training:
             return self.linen_module.apply(variables, *args, method=method, **kwargs)

@@ -67,7 +67,7 @@ class TypedGraphNetwork(_TypedLayer, linen=typed.TypedGraphNetwork):
     """A typed graph-network step (`gnkit.nn.TypedGraphNetwork`) for the given schema.
 
     `**options` are the linen twin's other attributes (`context_features`, `use_sent_edges`,
-    `aggregator`, `activation`).
+    `aggregator`, `activation`, `node_feature_key`, `edge_feature_key`).
 
     Args:
       in_node_features: `{node set: feature width}`.
@@ -111,6 +111,8 @@ class HeteroConv(_TypedLayer, linen=typed.HeteroConv):
       rngs: the `nnx.Rngs` the parameters are drawn from.
       aggregate: 'sum', 'mean' or 'max' per receiving node set.
       in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
+      node_feature_key: the key of the array to read in node feature dicts (None: no dicts).
+      edge_feature_key: the key of the array to read in edge feature dicts (None: no dicts).
     """
 
     def __init__(
@@ -122,9 +124,13 @@ class HeteroConv(_TypedLayer, linen=typed.HeteroConv):
         rngs: nnx.Rngs,
         aggregate: str = "sum",
         in_edge_features: Mapping[EdgeSetKey, int] | None = None,
+        node_feature_key: str | None = None,
+        edge_feature_key: str | None = None,
     ):
         sample = sample_typed_graph(in_node_features, edge_sets, in_edge_features)
-        self._build(typed.HeteroConv, dict(layers=layers, aggregate=aggregate), rngs, (sample,))
+        options = dict(layers=layers, aggregate=aggregate, node_feature_key=node_feature_key,
+                       edge_feature_key=edge_feature_key)
+        self._build(typed.HeteroConv, options, rngs, (sample,))
 
 
 def to_hetero(
@@ -135,6 +141,8 @@ def to_hetero(
     rngs: nnx.Rngs,
     aggregate: str = "sum",
     in_edge_features: Mapping[EdgeSetKey, int] | None = None,
+    node_feature_key: str | None = None,
+    edge_feature_key: str | None = None,
 ) -> HeteroConv:
     """A typed `HeteroConv` with a freshly initialised copy of `layer` per edge set.
 
@@ -148,6 +156,8 @@ def to_hetero(
       rngs: the `nnx.Rngs` the parameters are drawn from.
       aggregate: 'sum', 'mean' or 'max' per receiving node set.
       in_edge_features: `{EdgeSetKey: width}` of edge sets with features, or None.
+      node_feature_key: the key of the array to read in node feature dicts (None: no dicts).
+      edge_feature_key: the key of the array to read in edge feature dicts (None: no dicts).
 
     Returns:
       A `HeteroConv` twin.
@@ -156,13 +166,14 @@ def to_hetero(
     keys = list(edge_sets)
     linen = typed.to_hetero(spec, keys, aggregate)
     return HeteroConv(in_node_features, keys, dict(linen.layers), rngs=rngs, aggregate=aggregate,
-                      in_edge_features=in_edge_features)
+                      in_edge_features=in_edge_features, node_feature_key=node_feature_key,
+                      edge_feature_key=edge_feature_key)
 
 
 class TypedRGCN(_TypedLayer, linen=typed.TypedRGCN):
     """R-GCN over edge sets (`gnkit.nn.TypedRGCN`) for the given schema: node set `t` maps
     `[N_t, in_node_features[t]] -> [N_t, features]`; `**options` are the linen twin's other
-    attributes (`self_loop`, `normalization`).
+    attributes (`self_loop`, `normalization`, `node_feature_key`).
 
     Args:
       in_node_features: `{node set: feature width}`.

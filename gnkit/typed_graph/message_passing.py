@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from gnkit.aggregators import get_aggregator
 from gnkit.blocks import Aggregator, GraphFn
+from gnkit.convolutions import BipartiteNodes
 from gnkit.graph import ArrayTree, GraphsTuple
 from gnkit.typed_graph.types import EdgeSetKey, TypedGraph, edge_keys_by
 
@@ -142,10 +143,13 @@ def edge_set_graph(graph: TypedGraph, edge_set: EdgeSetKey | str) -> tuple[Graph
 
     Returns `(graph, offset)`: the receivers' rows are `nodes[offset:]` of the returned graph.
     Within one node set (`offset` 0) the graph is that set's nodes and the edge set. Between two
-    sets the nodes are the sender set's rows then the receiver set's (their feature arrays
-    must have the same width: project them first otherwise), receivers shifted by the sender
-    set's rows, and `n_node` the two sets' counts added; its rows are not grouped by graph, so
-    use it with layers that do not read `node_graph_index`. Context features are the globals.
+    sets of one feature width the nodes are the sender set's rows then the receiver set's,
+    receivers shifted by the sender set's rows, and `n_node` the two sets' counts added; its rows
+    are not grouped by graph, so use it with layers that do not read `node_graph_index`. Between
+    two sets of different widths the graph is bipartite (`offset` 0): `nodes` a
+    `gnkit.convolutions.BipartiteNodes` of the sender features `[N_s, F_s]` and the receiver
+    features `[N_r, F_r]`, as PyTorch Geometric's `(x_src, x_dst)`, `n_node` the receiver set's
+    counts; GraphSAGE, GAT and GATv2 take it. Context features are the globals.
     """
     (key,) = edge_keys_by({edge_set: None}, graph.edges, "edge_set_graph")
     edge_set = graph.edges[key]
@@ -155,17 +159,21 @@ def edge_set_graph(graph: TypedGraph, edge_set: EdgeSetKey | str) -> tuple[Graph
         nodes, offset, n_node, receivers = sender_set.features, 0, sender_set.n_node, None
     else:
         features = (sender_set.features, receiver_set.features)
-        widths = [f.shape[1:] if hasattr(f, "shape") else type(f).__name__ for f in features]
-        if not all(hasattr(f, "shape") for f in features) or widths[0] != widths[1]:
+        if not all(hasattr(f, "shape") for f in features):
+            kinds = [type(f).__name__ for f in features]
             raise ValueError(
-                f"edge_set_graph: edge set {key} joins node sets whose features differ "
-                f"(sender {widths[0]}, receiver {widths[1]}); a homogeneous layer needs arrays "
-                "of one width. Project each node set to a shared width first."
+                f"edge_set_graph: edge set {key} joins node sets whose features are not both "
+                f"arrays (sender {kinds[0]}, receiver {kinds[1]}); a homogeneous layer reads one "
+                "array per node set."
             )
-        offset = graph.num_nodes(sender_name)
-        nodes = jnp.concatenate([sender_set.features, receiver_set.features])
-        n_node = sender_set.n_node + receiver_set.n_node
-        receivers = edge_set.receivers + offset
+        if features[0].shape[1:] != features[1].shape[1:]:
+            nodes = BipartiteNodes(*features)
+            offset, n_node, receivers = 0, receiver_set.n_node, None
+        else:
+            offset = graph.num_nodes(sender_name)
+            nodes = jnp.concatenate(features)
+            n_node = sender_set.n_node + receiver_set.n_node
+            receivers = edge_set.receivers + offset
     homogeneous = GraphsTuple(
         nodes=nodes,
         edges=edge_set.features,
