@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_sampling import random_graph, real_edges, row_hops
 
-from gnkit.sampling import CSRGraph, NeighborSampler
+from gnkit.sampling import CSRGraph, NeighborSampler, sample_one_hop
 
 FANOUTS = (4, 3)
 
@@ -129,3 +129,27 @@ def test_temporal_batches_repeat_for_a_seed():
 
     assert all(np.array_equal(a, b) for a, b in zip(leaves(9), leaves(9), strict=True))
     assert not all(np.array_equal(a, b) for a, b in zip(leaves(9), leaves(8), strict=True))
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+def test_excluded_edges_are_taken_out_before_the_draw(strategy):
+    graph = random_graph(n_edge=1500)
+    node_time, edge_time = times(graph)
+    store = CSRGraph.from_graph(graph, node_time, edge_time)
+    rng = np.random.default_rng(3)
+    excluded = np.sort(rng.choice(1500, 500, replace=False))
+    nodes, at = rng.integers(0, 120, 400), rng.integers(0, 30, 400)
+    positions, mask = sample_one_hop(store, nodes, np.ones(400, bool), 4, rng, at, strategy,
+                                     excluded)
+    cases = set()
+    for node, time, drawn, held in zip(nodes, at, positions, mask, strict=True):
+        row = np.arange(store.indptr[node], store.indptr[node + 1])
+        left = np.setdiff1d(row[store.usable_time[row] <= time], excluded)  # in time order
+        drawn = drawn[held]
+        assert np.unique(drawn).size == drawn.size and drawn.size == min(4, left.size)
+        if strategy == "last" or left.size <= 4:
+            assert set(drawn) == set(left[-4:])
+        else:
+            assert set(drawn) <= set(left)
+        cases.add(left.size > 4)
+    assert cases == {True, False}

@@ -16,13 +16,39 @@ from gnkit.graph import GraphsTuple, num_nodes
 from gnkit.sampling import _checks as checks
 
 
-def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every stored position of `rows` `[n]`, concatenated, and the index into `rows` of each."""
-    starts = indptr[rows]
-    counts = indptr[rows + 1] - starts
-    owner = np.repeat(np.arange(rows.size), counts)
+def run_positions(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the runs `starts[i] .. stops[i] - 1` `[n]`, concatenated, and the
+    index of the run of each."""
+    counts = stops - starts
+    owner = np.repeat(np.arange(starts.size), counts)
     firsts = np.cumsum(counts) - counts
     return starts[owner] + np.arange(owner.size) - firsts[owner], owner
+
+
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every stored position of `rows` `[n]`, concatenated, and the index into `rows` of each."""
+    return run_positions(indptr[rows], indptr[rows + 1])
+
+
+def search_rows(indptr, values, rows, targets, side: str) -> np.ndarray:
+    """`np.searchsorted(row's values, target, side)` per row, as a stored position: int64 `[n]`.
+
+    For `rows` and `targets` `[n]`, `values` `[E]` sorted inside each row. A binary search
+    vectorised over the rows.
+    """
+    low = indptr[rows].copy()
+    high = indptr[rows + 1].copy()
+    while True:
+        open_rows = low < high
+        if not open_rows.any():
+            return low
+        middle = (low + high) // 2
+        below = np.zeros_like(open_rows)
+        found = values[middle[open_rows]]
+        below[open_rows] = (found <= targets[open_rows] if side == "right"
+                            else found < targets[open_rows])
+        low = np.where(open_rows & below, middle + 1, low)
+        high = np.where(open_rows & ~below, middle, high)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,16 +165,4 @@ class CSRGraph:
         A binary search inside each row, vectorised over the rows (rows sorted by usable time).
         """
         nodes = np.asarray(nodes, np.int64)
-        low = self.indptr[nodes].copy()
-        high = self.indptr[nodes + 1].copy()
-        start = low.copy()
-        while True:
-            open_rows = low < high
-            if not open_rows.any():
-                break
-            middle = (low + high) // 2
-            usable = np.zeros_like(open_rows)
-            usable[open_rows] = self.usable_time[middle[open_rows]] <= times[open_rows]
-            low = np.where(open_rows & usable, middle + 1, low)
-            high = np.where(open_rows & ~usable, middle, high)
-        return low - start
+        return search_rows(self.indptr, self.usable_time, nodes, times, "right") - self.indptr[nodes]

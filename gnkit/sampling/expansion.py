@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gnkit.sampling.csr import CSRGraph, row_positions
+from gnkit.sampling.csr import CSRGraph, row_positions, run_positions, search_rows
 from gnkit.sampling.one_hop import Strategy, sample_one_hop
 
 
@@ -45,20 +45,28 @@ def pair_keys(first: np.ndarray, second: np.ndarray, num_nodes: int) -> np.ndarr
 
 
 def pair_positions(store: CSRGraph, keys: np.ndarray | None) -> np.ndarray | None:
-    """The positions in `store` of every edge joining a pair of `keys` (sorted `pair_keys`).
+    """The positions in `store` of every edge joining a pair of `keys`, in either direction.
 
-    Both directions: the rows of both ends of every pair are scanned. Returns sorted int64
-    `[m]` positions (the rows come in order), or None for None.
+    Args:
+      store: the incoming-edge store.
+      keys: sorted int64 `[m]` keys (`pair_keys`), or None.
+
+    Returns:
+      Sorted int64 positions into `store.senders` / `store.edge_ids`, or None for None.
     """
     if keys is None:
         return None
-    if keys.size == 0:
-        return np.zeros(0, np.int64)
-    ends = np.unique(np.concatenate([keys // store.num_nodes, keys % store.num_nodes]))
-    positions, owner = row_positions(store.indptr, ends)
-    found = pair_keys(store.senders[positions], ends[owner], store.num_nodes)
-    where = np.minimum(np.searchsorted(keys, found), keys.size - 1)
-    return positions[keys[where] == found]
+    n = store.num_nodes
+    rows = np.concatenate([keys % n, keys // n])
+    if store.is_temporal:  # rows sorted by time: scan every row of a pair's ends
+        ends = np.unique(rows)
+        positions, owner = row_positions(store.indptr, ends)
+        return positions[np.isin(pair_keys(store.senders[positions], ends[owner], n), keys)]
+    # Rows sorted by sender: the edges from one node into a row are one run.
+    partners = np.concatenate([keys // n, keys % n])
+    starts = search_rows(store.indptr, store.senders, rows, partners, "left")
+    stops = search_rows(store.indptr, store.senders, rows, partners, "right")
+    return np.unique(run_positions(starts, stops)[0])
 
 
 def _hop(store, ids, valid, times, fanout, rng, strategy, excluded):

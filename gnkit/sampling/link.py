@@ -4,7 +4,9 @@ For link prediction (PyG's `LinkNeighborLoader` with uniform negatives): each ba
 positive edges `(s_i, d_i)` of the source graph and, per positive, `K` negatives `(s_i, n_ij)`
 with `n_ij` uniform over all nodes (not checked against the graph), and samples the
 neighbourhoods of every endpoint. The batch's positive edges are removed from message passing:
-no sampled edge joins `s_i` and `d_i`, in either direction. Host NumPy.
+no sampled edge joins `s_i` and `d_i`, in either direction, at any hop; they are taken out of
+each node's edges before its draw, so every node draws `min(fanout, its other edges)`. Host
+NumPy.
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ class LinkNeighborSampler:
       shuffle: a fresh permutation of `edges` per epoch.
       seed: the base of every random draw.
       subgraph: "disjoint" or "shared".
-      remove_seed_edges: keep the batch's positive pairs out of the sampled edges.
+      remove_seed_edges: keep the edges joining the batch's positive pairs (every such edge,
+        both directions) out of the sampled edges; a node then draws up to its fanout from the
+        rest.
       store: a prebuilt `CSRGraph.from_graph(graph)` to reuse.
     """
 
@@ -105,7 +109,10 @@ class LinkNeighborSampler:
     def sample(
         self, sources, destinations, rng: np.random.Generator | int = 0
     ) -> LinkSample:
-        """The sample around up to `B` positive pairs `sources` / `destinations` `[b]`."""
+        """The sample around up to `B` positive pairs `sources` / `destinations` `[b]`.
+
+        Node ids outside `[0, N)`, float ids and lists of different lengths are refused.
+        """
         n_node = self.store.num_nodes
         sources = checks.ids(sources, n_node, "sources", most=self.batch_size)
         destinations = checks.ids(destinations, n_node, "destinations", most=self.batch_size)

@@ -34,16 +34,26 @@ def _floyd_offsets(degree: np.ndarray, fanout: int, rng: np.random.Generator) ->
 def _skip_excluded(offsets, start, first, count, excluded):
     """Maps offsets among a row's edges that are left (`[n, fanout]`) to offsets in the row.
 
-    Row `i` has `count[i]` excluded positions, `excluded[first[i] : first[i] + count[i]]`
-    (sorted); an offset moves one place up for each excluded offset at or below it, in order.
+    Row `i` excludes the sorted positions `excluded[first[i] : first[i] + count[i]]`. The
+    `o`-th edge left is at offset `o + #{j : skipped_j - j <= o}`, for the row's excluded
+    offsets `skipped_0 < skipped_1 < ...`; one search over all rows' lists, each row start
+    listed once (rows of one node share the list: a longer usable prefix only adds excluded
+    edges past every offset drawn in the shorter one).
     """
     rows = np.flatnonzero(count > 0)
-    moved = offsets[rows]
-    for j in range(int(count[rows].max())):
-        present = j < count[rows]
-        skipped = excluded[np.where(present, first[rows] + j, 0)] - start[rows]
-        moved += present[:, None] & (skipped[:, None] <= moved)
-    offsets[rows] = moved
+    firsts, inverse = np.unique(first[rows], return_inverse=True)
+    lengths = np.zeros(firsts.size, np.int64)
+    np.maximum.at(lengths, inverse, count[rows])
+    row_starts = np.zeros(firsts.size, np.int64)
+    row_starts[inverse] = start[rows]
+    owner = np.repeat(np.arange(firsts.size), lengths)
+    list_starts = np.cumsum(lengths) - lengths
+    rank = np.arange(owner.size) - list_starts[owner]
+    adjusted = excluded[firsts[owner] + rank] - row_starts[owner] - rank
+    span = int(max(offsets[rows].max(), adjusted.max())) + 1
+    found = np.searchsorted(owner * span + adjusted,
+                            inverse[:, None] * span + offsets[rows], side="right")
+    offsets[rows] += found - list_starts[inverse][:, None]
     return offsets
 
 
