@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from test_sampling import random_graph, real_edges, row_hops
 
-from gnkit.sampling import CSRGraph, NeighborSampler, sample_one_hop
+from gnkit.sampling import CSRGraph, NeighborSampler, pair_keys, sample_one_hop
+from gnkit.sampling.expansion import pair_positions
 
 FANOUTS = (4, 3)
 
@@ -153,3 +154,18 @@ def test_excluded_edges_are_taken_out_before_the_draw(strategy):
             assert set(drawn) <= set(left)
         cases.add(left.size > 4)
     assert cases == {True, False}
+
+
+def test_pair_positions_find_every_edge_of_the_pairs_with_and_without_time():
+    graph = random_graph(n_edge=1500)
+    node_time, edge_time = times(graph)
+    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    # The pairs of edges 0..39, edge 4 a self-loop (36, 36).
+    keys = np.unique(pair_keys(senders[:40], receivers[:40], 120))
+    expected = np.flatnonzero(np.isin(pair_keys(senders, receivers, 120), keys))
+    assert senders[4] == receivers[4] == 36
+    assert expected.size > 40, "the pairs' reverse and repeated edges are found too"
+    for store in (CSRGraph.from_graph(graph), CSRGraph.from_graph(graph, node_time, edge_time)):
+        positions = pair_positions(store, keys)
+        assert (np.diff(positions) > 0).all()
+        np.testing.assert_array_equal(np.sort(store.edge_ids[positions]), expected)

@@ -165,4 +165,5 @@ class CSRGraph:
         A binary search inside each row, vectorised over the rows (rows sorted by usable time).
         """
         nodes = np.asarray(nodes, np.int64)
-        return search_rows(self.indptr, self.usable_time, nodes, times, "right") - self.indptr[nodes]
+        ends = search_rows(self.indptr, self.usable_time, nodes, times, "right")
+        return ends - self.indptr[nodes]
