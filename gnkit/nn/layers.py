@@ -27,7 +27,7 @@ built for (`gnkit.nn.input_width`), and raises an `InputWidthError` naming both 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -514,6 +514,11 @@ class GINE(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> GraphsTuple:
         require(graph, "nodes", "edges", block="GINE")
+        if isinstance(graph.edges, Mapping):
+            raise ValueError(
+                f"GINE reads edge features as one array [E, D]; the graph's are a dict with keys "
+                f"{sorted(graph.edges)} (in HeteroConv, name the array by edge_feature_key)."
+            )
         node_width = _one_width(graph, "GINE")
         edge_width = graph.edges.shape[-1]
         check_input_width(self, ("mlp", "dense_0", "kernel"), node_width)

@@ -160,8 +160,8 @@ class HeteroConv(nn.Module):
     which GraphSAGE, GAT and GATv2 take. With `GCNConv`, `SAGEConv`, `GATConv` or `GATv2Conv`
     per edge type (the last three also with `(F_s, F_r)` in_channels) and the same weights it
     computes what `HeteroConv` does (`tests/test_typed_graph_modules.py`). Node feature dicts are
-    read at `node_feature_key`, edge feature dicts (for layers such as GINE) at
-    `edge_feature_key`. Jittable.
+    read at `node_feature_key`; edge feature dicts are read at `edge_feature_key` (for layers
+    such as GINE), or passed on as they are without one. Jittable.
 
     Example:
         Two papers citing each other, written by one author (features `[2, 3]`, `[1, 3]`):
@@ -192,7 +192,8 @@ class HeteroConv(nn.Module):
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
         original = graph
-        graph = select_features(graph, "HeteroConv", self.node_feature_key, self.edge_feature_key)
+        graph = select_features(graph, "HeteroConv", self.node_feature_key, self.edge_feature_key,
+                                edges="maybe")
         names = {module_name(key, graph.edges): key for key in graph.edges}
         unknown = sorted(set(self.layers) - set(names))
         if unknown:
@@ -268,7 +269,7 @@ class TypedRGCN(nn.Module):
     @nn.compact
     def __call__(self, graph: TypedGraph) -> TypedGraph:
         original = graph
-        graph = select_features(graph, "TypedRGCN", self.node_feature_key)
+        graph = select_features(graph, "TypedRGCN", self.node_feature_key, edges="ignored")
         keys = list(graph.edges)
         inputs = [(module_name(key, keys), key.node_sets[0]) for key in keys]
         if self.self_loop:

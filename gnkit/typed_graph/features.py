@@ -5,7 +5,8 @@ A set's features may be one array or a dict of arrays (`from_hetero_data` keeps 
 (`node_feature_key='x'`) it reads a dict's entry under that key and writes its new features
 back under the same key, keeping the other entries (a label `y` rides along); a set holding an
 array is read and replaced as an array. A dict without a key given raises a `ValueError` that
-names the set and its keys. Jittable (dict keys are static).
+names the set and its keys, except for edge features of layers that may not read them
+(`HeteroConv` passes those on as they are). Jittable (dict keys are static).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from gnkit.typed_graph.types import TypedGraph
 _ARGUMENTS = {"node": "node_feature_key", "edge": "edge_feature_key"}
 
 
-def _read(features, key: str | None, kind: str, where: str, layer: str):
-    if not isinstance(features, Mapping):
+def _read(features, key: str | None, kind: str, where: str, layer: str, required: bool):
+    if not isinstance(features, Mapping) or (key is None and not required):
         return features
     argument = _ARGUMENTS[kind]
     if key is None:
@@ -36,13 +37,13 @@ def _read(features, key: str | None, kind: str, where: str, layer: str):
 
 
 def _write(original, key: str | None, new):
-    if isinstance(original, Mapping):
+    if key is not None and isinstance(original, Mapping):
         return {**original, key: new}
     return new
 
 
 def select_features(graph: TypedGraph, layer: str, node_key: str | None = None,
-                    edge_key: str | None = None) -> TypedGraph:
+                    edge_key: str | None = None, edges: str = "read") -> TypedGraph:
     """`graph` with every node and edge set's features as the one array a layer reads.
 
     Args:
@@ -50,17 +51,23 @@ def select_features(graph: TypedGraph, layer: str, node_key: str | None = None,
       layer: the layer's name, for the errors.
       node_key: the key of the array in node feature dicts, or None where there are none.
       edge_key: the key of the array in edge feature dicts, or None where there are none.
+      edges: `'read'` (the layer reads edge features: a dict needs `edge_key`), `'maybe'` (a
+        dict without `edge_key` is passed on as it is) or `'ignored'` (edges are left alone).
 
     Returns:
       The graph with dict features replaced by their array under the key.
     """
-    nodes = {name: node_set._replace(features=_read(node_set.features, node_key, "node",
-                                                    repr(name), layer))
-             for name, node_set in graph.nodes.items()}
-    edges = {key: edge_set._replace(features=_read(edge_set.features, edge_key, "edge", str(key),
-                                                   layer))
-             for key, edge_set in graph.edges.items()}
-    return graph._replace(nodes=nodes, edges=edges)
+    # In sorted order, as `jit` sees the sets: the same set named with or without it.
+    nodes = {name: graph.nodes[name]._replace(features=_read(
+        graph.nodes[name].features, node_key, "node", repr(name), layer, True))
+        for name in sorted(graph.nodes)}
+    selected = dict(graph.edges)
+    if edges != "ignored":
+        selected = {key: graph.edges[key]._replace(features=_read(
+            graph.edges[key].features, edge_key, "edge", str(key), layer, edges == "read"))
+            for key in sorted(graph.edges)}
+    return graph._replace(nodes={name: nodes[name] for name in graph.nodes},
+                          edges={key: selected[key] for key in graph.edges})
 
 
 def restore_features(original: TypedGraph, updated: TypedGraph, node_key: str | None = None,
