@@ -4,7 +4,9 @@ Each has its linen twin's name, parameters (the linen `params` layout, as `nnx.P
 numbers; `gnkit.nnx.from_linen` and `gnkit.nnx.to_linen_variables` move weights between the two.
 """
 
+from gnkit.atoms.nnx.mace import MACE
+from gnkit.atoms.nnx.nequip import NequIP
 from gnkit.atoms.nnx.painn import PaiNN
 from gnkit.atoms.nnx.schnet import SchNet
 
-__all__ = ["PaiNN", "SchNet"]
+__all__ = ["MACE", "NequIP", "PaiNN", "SchNet"]

@@ -1,0 +1,265 @@
+"""The functional pieces of NequIP and MACE on e3nn-jax irreps, shared by the linen and NNX twins.
+
+Pure, jittable functions over `e3nn.IrrepsArray`s: the edge embedding (spherical harmonics of the
+edge directions and a Bessel basis under a polynomial envelope), the tensor-product convolution
+that both models' interactions use (neighbour features times the spherical harmonics, each path
+weighted per edge by a radial MLP, summed over the incoming edges), NequIP's gated irreps, and
+MACE's symmetric contraction (the B-basis of the atomic cluster expansion, built from e3nn-jax's
+`reduced_symmetric_tensor_product_basis` with species-dependent weights, as mace-jax's
+`SymmetricContraction` does). Clebsch-Gordan coefficients come from e3nn-jax throughout.
+
+Edge direction: gnkit's edge vector points from the sender (the neighbour) to the receiver (the
+centre), as in mace and mace-jax; NequIP's points from the centre to the neighbour, which flips
+the sign of the odd-`l` spherical harmonics, a sign its learned path weights absorb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gnkit.atoms.features import bessel_basis, edge_vectors, polynomial_envelope, safe_norm
+from gnkit.atoms.features import spherical_harmonics as _spherical_harmonics
+from gnkit.graph import GraphsTuple
+
+try:
+    import e3nn_jax as e3nn
+except ImportError as error:  # pragma: no cover - the `atoms` extra is part of the test setup
+    raise ImportError(
+        "gnkit.atoms needs ASE, e3nn-jax and vesin: pip install 'gnkit[atoms]'"
+    ) from error
+
+__all__ = [
+    "atom_mask",
+    "average_num_neighbors",
+    "convolution",
+    "edge_embedding",
+    "gated_irreps",
+    "symmetric_contraction",
+    "symmetric_contraction_weight_shapes",
+]
+
+
+def atom_mask(graph: GraphsTuple) -> jax.Array:
+    """Bool `[n_atoms]`: True for real atoms, False for padding atoms (atomic number 0).
+    Jittable."""
+    return graph.nodes["atomic_numbers"] > 0
+
+
+def average_num_neighbors(graph: GraphsTuple) -> float:
+    """The mean number of edges into a real atom, `sum(n_edge) / n_real_atoms`, as mace and
+    NequIP compute `avg_num_neighbors` from the training set. Host function.
+
+    Args:
+      graph: structure graphs (one batch of the training set, padded or not).
+
+    Returns:
+      The mean in-degree of the real atoms, a Python float.
+    """
+    atoms = int(np.sum(np.asarray(graph.nodes["atomic_numbers"]) > 0))
+    if atoms == 0:
+        raise ValueError("average_num_neighbors: graph has no real atoms (atomic number > 0)")
+    real_edges = np.asarray(atom_mask(graph))[np.asarray(graph.receivers)]
+    return float(np.sum(real_edges)) / atoms
+
+
+def edge_embedding(
+    graph: GraphsTuple, *, max_l: int, num_basis: int, cutoff: float, envelope_p: int
+) -> tuple[e3nn.IrrepsArray, jax.Array]:
+    """Each edge's spherical harmonics and radial features, the input of both models' radial MLPs.
+
+    The radial features are `bessel_basis(r) * polynomial_envelope(r, p)`, MACE's and NequIP's
+    edge length embedding; they vanish at and beyond the cutoff. Jittable; finite with finite
+    gradients on the zero vectors of padding edges.
+
+    Args:
+      graph: a structure graph (see `gnkit.atoms`' graph layout).
+      max_l: the largest degree of the spherical harmonics.
+      num_basis: the number of Bessel functions.
+      cutoff: the cutoff radius (Å).
+      envelope_p: the polynomial envelope's order `p`.
+
+    Returns:
+      `(harmonics, radial)`: an `IrrepsArray` `[n_edge, (max_l + 1)^2]` (`0e + 1o + 2e + ...`,
+      component normalisation) and `[n_edge, num_basis]`.
+    """
+    vectors = edge_vectors(graph)
+    lengths = safe_norm(vectors)
+    radial = bessel_basis(lengths, num_basis, cutoff) * polynomial_envelope(
+        lengths, cutoff, envelope_p
+    )[:, None]
+    return _spherical_harmonics(vectors, max_l), radial
+
+
+def convolution(
+    node_features: e3nn.IrrepsArray,
+    harmonics: e3nn.IrrepsArray,
+    path_weights: jax.Array,
+    senders: jax.Array,
+    receivers: jax.Array,
+    irreps_out: e3nn.Irreps,
+) -> e3nn.IrrepsArray:
+    r"""The tensor-product convolution :math:`\sum_{j} w_{ij} \odot (h_j \otimes Y(\hat r_{ij}))`.
+
+    Every channel of every irrep of the senders' features is multiplied with the edge's
+    spherical harmonics (e3nn-jax's `tensor_product`, component normalisation), keeping the
+    products in `irreps_out`; each product irrep (a "uvu" path of e3nn's `TensorProduct`) is
+    scaled by its own per-edge weight, and the messages are summed into the receivers. Not
+    normalised by the neighbour count (each model does that its own way). Jittable.
+
+    Args:
+      node_features: `[n_atoms, irreps_in]`.
+      harmonics: `[n_edge, irreps_sh]`, the edges' spherical harmonics.
+      path_weights: `[n_edge, message_irreps(...).num_irreps]`, from a radial MLP.
+      senders: int `[n_edge]`.
+      receivers: int `[n_edge]`.
+      irreps_out: the irreps kept from the products.
+
+    Returns:
+      `[n_atoms, message_irreps(node_features.irreps, harmonics.irreps, irreps_out)]`.
+    """
+    messages = message_products(node_features[senders], harmonics, irreps_out)
+    if path_weights.shape[-1] != messages.irreps.num_irreps:
+        raise ValueError(
+            f"convolution: path_weights must have {messages.irreps.num_irreps} columns (one per "
+            f"irrep of {messages.irreps}), found shape {path_weights.shape}"
+        )
+    messages = messages * path_weights
+    return e3nn.IrrepsArray.zeros(
+        messages.irreps, (node_features.shape[0],), messages.dtype
+    ).at[receivers].add(messages)
+
+
+def message_products(
+    features: e3nn.IrrepsArray, harmonics: e3nn.IrrepsArray, irreps_out: e3nn.Irreps
+) -> e3nn.IrrepsArray:
+    """`features x harmonics` reduced into irreps, only those in `irreps_out`, regrouped. Jittable;
+    also takes `Irreps` for both inputs and then returns the output `Irreps` (no arrays)."""
+    return e3nn.tensor_product(
+        features, harmonics, filter_ir_out=[ir for _, ir in e3nn.Irreps(irreps_out)]
+    ).regroup()
+
+
+def gated_irreps(hidden: e3nn.Irreps, reachable: e3nn.Irreps) -> e3nn.Irreps:
+    """NequIP's convolution output for a gate: the hidden scalars, then one gate scalar per gated
+    (non-scalar) irrep, then the gated irreps, keeping only the irreps in `reachable`.
+
+    The gates are `0e` (`0o` where no `0e` is reachable), last among the scalars, as
+    `e3nn.gate` takes them. Host function (irreps only).
+
+    Args:
+      hidden: the layer's hidden irreps, e.g. `32x0e + 32x0o + 32x1o + 32x1e`.
+      reachable: the irreps the convolution can produce.
+
+    Returns:
+      The irreps `scalars + gates + gated`, for `e3nn.gate` to map to the layer's output.
+    """
+    reachable = {ir for _, ir in e3nn.Irreps(reachable)}
+    kept = e3nn.Irreps([(mul, ir) for mul, ir in e3nn.Irreps(hidden) if ir in reachable])
+    scalars = kept.filter(keep=["0e", "0o"])
+    gated = kept.filter(drop=["0e", "0o"])
+    gate = "0e" if e3nn.Irrep("0e") in reachable else "0o"
+    return scalars + e3nn.Irreps(f"{gated.num_irreps}x{gate}") + gated
+
+
+def _contraction_bases(
+    irreps_in: e3nn.Irreps, correlation: int, irreps_out: e3nn.Irreps
+) -> dict[int, e3nn.IrrepsArray]:
+    """The symmetric bases `U / nu` per order `nu = correlation .. 1` (mace-jax's normalisation),
+    only the irreps of `irreps_out`."""
+    keep = [ir for _, ir in e3nn.Irreps(irreps_out)]
+    with jax.ensure_compile_time_eval():
+        return {
+            order: e3nn.reduced_symmetric_tensor_product_basis(
+                e3nn.Irreps(irreps_in), order, keep_ir=keep
+            ).regroup()
+            / order
+            for order in range(correlation, 0, -1)
+        }
+
+
+def symmetric_contraction_weight_shapes(
+    irreps_in: e3nn.Irreps,
+    correlation: int,
+    irreps_out: e3nn.Irreps,
+    num_species: int,
+    num_features: int,
+) -> dict[str, tuple[int, int, int]]:
+    """The weights `symmetric_contraction` takes: `"w{nu}_{ir}"` of shape
+    `[num_species, n_basis, num_features]` for each order `nu` and output irrep `ir` that the
+    symmetric power of `irreps_in` holds. Host function.
+
+    Args:
+      irreps_in: the irreps of one channel of the A-features, e.g. `0e + 1o + 2e + 3o`.
+      correlation: the largest order `nu` (MACE's correlation order; body order `nu + 1`).
+      irreps_out: the irreps to produce (multiplicities ignored), e.g. `0e + 1o`.
+      num_species: the number of species.
+      num_features: the number of channels.
+
+    Returns:
+      Name -> shape, in the order the weights are used.
+    """
+    return {
+        f"w{order}_{ir}": (num_species, mul, num_features)
+        for order, basis in _contraction_bases(irreps_in, correlation, irreps_out).items()
+        for mul, ir in basis.irreps
+    }
+
+
+def symmetric_contraction(
+    features: e3nn.IrrepsArray,
+    species: jax.Array,
+    weights: Mapping[str, jax.Array],
+    correlation: int,
+    irreps_out: e3nn.Irreps,
+) -> e3nn.IrrepsArray:
+    r"""MACE's B-basis: per channel, the symmetric powers of the A-features up to `correlation`,
+    reduced to `irreps_out` and mixed with species-dependent weights.
+
+    .. math:: B_{ic, LM} = \sum_{\nu=1}^{\text{correlation}} \sum_k w^{(\nu)}_{z_i k c}\,
+       \sum_{\eta} U^{(\nu)}_{\eta, k, LM} \prod_{t=1}^{\nu} A_{ic, \eta_t}
+
+    with `U` e3nn-jax's `reduced_symmetric_tensor_product_basis` of degree `nu` divided by `nu`,
+    evaluated by Horner's scheme `((w_3 A + w_2) A + w_1) A` as mace-jax's
+    `SymmetricContraction` does. Each channel is contracted alone (MACE's element-wise
+    contraction over channels). Jittable.
+
+    Args:
+      features: `[n_atoms, num_features, irreps_in]`, one channel's irreps on the last axis
+        (`IrrepsArray.mul_to_axis()` of `num_features x irreps_in`).
+      species: int `[n_atoms]`, each atom's species index.
+      weights: the arrays named by `symmetric_contraction_weight_shapes`.
+      correlation: the largest order `nu`.
+      irreps_out: the irreps to produce (multiplicities ignored).
+
+    Returns:
+      `[n_atoms, num_features, irreps]` with the irreps of `irreps_out` that the powers reach.
+    """
+    x = features.array
+    sums: dict[e3nn.Irrep, jax.Array] = {}
+    for order, basis in _contraction_bases(features.irreps, correlation, irreps_out).items():
+        contracted_now = set()
+        for (_, ir), u in zip(basis.irreps, basis.chunks, strict=True):
+            name = f"w{order}_{ir}"
+            if weights[name].shape[1:] != (u.shape[-2], x.shape[1]):
+                raise ValueError(
+                    f"symmetric_contraction: weight {name!r} must have shape [n_species, "
+                    f"{u.shape[-2]}, {x.shape[1]}], found {weights[name].shape}"
+                )
+            w = weights[name][species].astype(x.dtype)  # [n_atoms, n_basis, num_features]
+            u = u.astype(x.dtype)  # [d] * order + [n_basis, ir.dim]
+            if ir in sums:
+                sums[ir] = sums[ir] + jnp.einsum("...ki,nkc->nc...i", u, w)
+            else:  # the first term of this irrep: contract its last index right away
+                sums[ir] = jnp.einsum("...jki,nkc,ncj->nc...i", u, w, x)
+                contracted_now.add(ir)
+        for ir in sums:
+            if ir not in contracted_now:
+                sums[ir] = jnp.einsum("nc...ji,ncj->nc...i", sums[ir], x)
+    irreps = e3nn.Irreps(sorted(sums))
+    return e3nn.from_chunks(
+        irreps, [sums[ir][:, :, None, :] for _, ir in irreps], x.shape[:2], x.dtype
+    )

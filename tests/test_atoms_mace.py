@@ -1,0 +1,216 @@
+"""gnkit.atoms MACE: the symmetric contraction against a dense NumPy reference, the body order
+(inclusion-exclusion over a centre's neighbours vanishes above the correlation order), rotation /
+reflection / translation / permutation / lattice invariance, forces and stress against finite
+differences, padding, the NNX twin with converted weights, and a small fit on rMD17 aspirin."""
+
+import itertools
+
+import e3nn_jax as e3nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _atoms_graphs import batch_of, graph_of
+from _equivariant_checks import (
+    as_jax,
+    check_finite_differences,
+    check_padding,
+    check_symmetries,
+    crystal_and_molecule,
+    predictor,
+    random_params,
+    random_rotation,
+)
+from ase import Atoms
+from flax import nnx
+
+from gnkit.atoms import nn as atoms_nn
+from gnkit.atoms import nnx as atoms_nnx
+from gnkit.atoms.equivariant import symmetric_contraction, symmetric_contraction_weight_shapes
+from gnkit.atoms.potential import structure_energies
+from gnkit.nnx import from_linen, to_linen_variables
+
+CUTOFF = 3.0
+SPECIES = (1, 6, 8)
+MODEL = atoms_nn.MACE(SPECIES, CUTOFF, num_interactions=2, hidden_irreps="4x0e + 4x1o",
+                      max_l=2, correlation=3, radial_mlp=(8,), readout_features=4,
+                      avg_num_neighbors=6.0)
+CRYSTAL, MOLECULE = crystal_and_molecule([1, 6, 8, 6], CUTOFF)
+
+
+@pytest.fixture(scope="module")
+def params64():
+    with jax.enable_x64(True):
+        yield random_params(MODEL, as_jax(graph_of(CRYSTAL, CUTOFF)), dtype=np.float64)
+
+
+def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
+    irreps_in, irreps_out, correlation, channels = e3nn.Irreps("0e + 1o + 2e"), "0e + 1o", 2, 3
+    rng = np.random.default_rng(0)
+    features = e3nn.IrrepsArray(irreps_in, rng.normal(size=(2, channels, irreps_in.dim)))
+    species = jnp.array([1, 0])
+    shapes = symmetric_contraction_weight_shapes(irreps_in, correlation, irreps_out, 2, channels)
+    weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+    result = symmetric_contraction(features, species, weights, correlation, irreps_out)
+
+    x = np.asarray(features.array)
+    for ir in ("0e", "1o"):
+        expected = 0.0
+        for order in (1, 2):
+            basis = e3nn.reduced_symmetric_tensor_product_basis(irreps_in, order,
+                                                                keep_ir=irreps_out).regroup()
+            u = np.asarray(basis.filter(keep=ir).chunks[0])  # [d] * order + [basis, 2l + 1]
+            w = np.asarray(weights[f"w{order}_{ir}"])[np.asarray(species)]  # [atom, basis, c]
+            power = x if order == 1 else np.einsum("nci,ncj->ncij", x, x)
+            letters = "ij"[:order]
+            expected = expected + np.einsum(
+                f"{letters}km,nkc,nc{letters}->ncm", u, w, power) / order
+        np.testing.assert_allclose(result.filter(keep=ir).array, expected, rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_symmetric_contraction_is_equivariant():
+    irreps_in = e3nn.Irreps("0e + 1o + 2e")
+    rng = np.random.default_rng(1)
+    features = e3nn.IrrepsArray(irreps_in, rng.normal(size=(1, 2, irreps_in.dim)))
+    shapes = symmetric_contraction_weight_shapes(irreps_in, 3, "0e + 1o + 1e", 1, 2)
+    weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+    contract = jax.jit(lambda x: symmetric_contraction(x, jnp.array([0]), weights, 3,
+                                                       "0e + 1o + 1e"))
+    rotation = random_rotation(rng, proper=False).astype(np.float32)
+    np.testing.assert_allclose(contract(features.transform_by_matrix(rotation)).array,
+                               contract(features).transform_by_matrix(rotation).array,
+                               rtol=1e-4, atol=1e-4)
+    assert contract(features).irreps == e3nn.Irreps("0e + 1o + 1e")
+
+
+def site_energies_over_subsets(correlation):
+    """The centre's energy (a one-interaction MACE with linear readout) with each subset of four
+    neighbours, by subset (a tuple of neighbour indices)."""
+    model = atoms_nn.MACE(SPECIES, CUTOFF, num_interactions=1, hidden_irreps="3x0e + 3x1o",
+                          max_l=2, correlation=correlation, radial_mlp=(8,),
+                          avg_num_neighbors=0.05)
+    neighbours = np.array([[1.1, 0.2, -0.3], [-0.4, 1.3, 0.5], [0.3, -0.6, -1.2],
+                           [-1.0, -0.7, 0.8]])
+    numbers = [1, 8, 6, 1]
+    subsets = [s for k in range(5) for s in itertools.combinations(range(4), k)]
+    structures = [Atoms(numbers=[6] + [numbers[j] for j in s],
+                        positions=np.vstack([np.zeros((1, 3)), neighbours[list(s)]]))
+                  for s in subsets]
+    batch = as_jax(batch_of(structures, CUTOFF))
+    params = random_params(model, batch, seed=correlation)
+    atom_energies = np.asarray(jax.jit(model.apply)(params, batch))
+    centres = np.concatenate([[0], np.cumsum(np.asarray(batch.n_node))[:-1]])
+    return dict(zip(subsets, atom_energies[centres], strict=True))
+
+
+def inclusion_exclusion(energies, neighbours):
+    return sum((-1) ** (len(neighbours) - len(s)) * energies[s]
+               for k in range(len(neighbours) + 1)
+               for s in itertools.combinations(neighbours, k))
+
+
+@pytest.mark.parametrize("correlation", [1, 2, 3])
+def test_body_order_site_energy_is_a_polynomial_of_degree_correlation_in_the_neighbours(
+        correlation):
+    # E_i = P(A_i), A_i = sum_j phi(r_ij): P of degree nu makes every (nu + 1)-fold
+    # inclusion-exclusion over neighbours vanish, while the nu-fold one does not; with
+    # correlation 1 the site energy is additive over neighbours.
+    with jax.enable_x64(True):
+        energies = site_energies_over_subsets(correlation)
+    scale = max(abs(value) for value in energies.values())
+    above = [inclusion_exclusion(energies, s)
+             for s in itertools.combinations(range(4), correlation + 1)]
+    at = [inclusion_exclusion(energies, s) for s in itertools.combinations(range(4), correlation)]
+    assert np.max(np.abs(above)) < 1e-12 * scale
+    assert np.min(np.abs(at)) > 1e-7 * scale
+    if correlation == 1:
+        additive = energies[()] + sum(energies[(j,)] - energies[()] for j in range(4))
+        np.testing.assert_allclose(energies[(0, 1, 2, 3)], additive, rtol=1e-10)
+
+
+def test_energy_invariant_forces_and_stress_equivariant_float64(params64):
+    with jax.enable_x64(True):
+        check_symmetries(MODEL, params64, CRYSTAL, CUTOFF, atol=1e-10, rtol=1e-8)
+
+
+def test_energy_invariant_forces_and_stress_equivariant_float32(params64):
+    params32 = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
+    check_symmetries(MODEL, params32, CRYSTAL, CUTOFF, atol=1e-4, rtol=1e-3)
+
+
+def test_forces_and_stress_are_finite_differences_of_the_energy(params64):
+    with jax.enable_x64(True):
+        check_finite_differences(MODEL, params64, CRYSTAL, CUTOFF)
+
+
+def test_padding_changes_no_real_number_and_padded_atoms_move_none(params64):
+    with jax.enable_x64(True):
+        result = check_padding(MODEL, params64, [CRYSTAL, MOLECULE], CUTOFF)
+        single = predictor(MODEL)(params64, as_jax(graph_of(CRYSTAL, CUTOFF)))
+    np.testing.assert_allclose(result["energy"][0], single["energy"][0], rtol=1e-10)
+
+
+def test_nnx_twin_gives_the_linen_numbers_with_converted_weights(params64):
+    params = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
+    graph = as_jax(graph_of(CRYSTAL, CUTOFF, dtype=np.float32))
+    twin = from_linen(MODEL, params)
+    assert isinstance(twin, atoms_nnx.MACE)
+    energies = nnx.jit(lambda model, g: structure_energies(model(g), g))(twin, graph)
+    np.testing.assert_allclose(energies, predictor(MODEL)(params, graph)["energy"], rtol=1e-6)
+    back = to_linen_variables(twin)
+    assert jax.tree.structure(back) == jax.tree.structure(params)
+    for converted, original in zip(jax.tree.leaves(back), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(converted, original)
+    built = nnx.eval_shape(lambda: atoms_nnx.MACE(
+        SPECIES, CUTOFF, rngs=nnx.Rngs(0), num_interactions=2, hidden_irreps="4x0e + 4x1o",
+        max_l=2, correlation=3, radial_mlp=(8,), readout_features=4, avg_num_neighbors=6.0))
+    assert (jax.tree.map(jnp.shape, built.linen_params())
+            == jax.tree.map(jnp.shape, params["params"]))
+
+
+def test_hidden_irreps_of_unequal_multiplicities_are_rejected():
+    model = atoms_nn.MACE(SPECIES, CUTOFF, hidden_irreps="8x0e + 4x1o")
+    with pytest.raises(ValueError, match="one multiplicity for every irrep"):
+        jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(MOLECULE, CUTOFF)))
+
+
+@pytest.mark.slow
+def test_a_small_fit_on_aspirin_frames_lowers_the_loss():
+    import ase.io
+    import optax
+
+    from gnkit.atoms.equivariant import average_num_neighbors
+    from gnkit.atoms.potential import ScaleShift, energy_forces_stress, loss, structure_energies
+
+    frames = ase.io.read("/work/shared/data/atoms/rmd17_aspirin_train.xyz.xz", index=":4")
+    for atoms in frames:
+        atoms.info["energy"] = atoms.get_potential_energy()
+        atoms.arrays["forces"] = atoms.get_forces()
+    batch = batch_of(frames, 4.0, dtype=np.float32)
+    scale_shift = ScaleShift.fit(batch, SPECIES)
+    model = atoms_nn.MACE(SPECIES, 4.0, num_interactions=2, hidden_irreps="8x0e + 8x1o",
+                          max_l=2, correlation=2, radial_mlp=(16,),
+                          avg_num_neighbors=average_num_neighbors(batch))
+    batch = as_jax(batch)
+    params = model.init(jax.random.PRNGKey(0), batch)
+    optimiser = optax.adam(1e-2)
+
+    def objective(params):
+        energy_fn = lambda g: structure_energies(  # noqa: E731
+            scale_shift(model.apply(params, g), g.nodes["atomic_numbers"]), g)
+        return loss(energy_forces_stress(energy_fn, batch, stress=False), batch)
+
+    @jax.jit
+    def step(params, state):
+        value, grads = jax.value_and_grad(objective)(params)
+        updates, state = optimiser.update(grads, state)
+        return optax.apply_updates(params, updates), state, value
+
+    state = optimiser.init(params)
+    values = []
+    for _ in range(40):
+        params, state, value = step(params, state)
+        values.append(float(value))
+    assert np.all(np.isfinite(values))
+    assert values[-1] < 0.5 * values[0]
