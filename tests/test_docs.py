@@ -7,7 +7,9 @@ temporary directory, with warnings as errors (`sphinx-build -W`); nothing is wri
 
 import doctest
 import importlib
+import importlib.util
 import inspect
+import json
 import os
 import pathlib
 import re
@@ -147,7 +149,7 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
     for page in ["api/index", "migrating_from_jraph", "migrating_from_pyg", "results/sudoku",
                  "results/sort_of_clevr", "guides/graphs_and_padding",
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
-                 "guides/typed_graphs",
+                 "guides/typed_graphs", "guides/molecules",
                  "guides/demos", "guides/performance", "guides/sampling"]:
         assert (built_docs / f"{page}.html").is_file(), page
 
@@ -226,13 +228,29 @@ def test_pyg_migration_page_names_exist_in_gnkit():
 
 @pytest.mark.parametrize(
     "page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md", "guides/sampling.md",
-             "guides/linen_or_nnx.md", "guides/adding_a_demo.md"]
+             "guides/linen_or_nnx.md", "guides/adding_a_demo.md", "guides/molecules.md"]
 )
 def test_guide_code_runs(page):
     namespace = run_page(page)
     if page == "guides/adding_a_demo.md":  # both models trained, resumable, in one run
         assert sorted(namespace["results"]["models"]) == ["narrow", "wide"]
         assert (namespace["run_dir"] / "checkpoints" / "wide" / "best.msgpack").exists()
+    if page == "guides/sampling.md":  # every sampler the page is about, run
+        from gnkit import sampling
+
+        for name in ("NeighborSampler", "TypedNeighborSampler", "LinkNeighborSampler"):
+            assert any(isinstance(value, getattr(sampling, name))
+                       for value in namespace.values()), name
+        # Per seed: papers 1 + 4 cited + 4 x 2 cited by those + 3 authors x 2 papers each;
+        # authors 3 + 4 x 2 (of the hop-1 papers); one padding row per set.
+        assert namespace["typed"].budget.n_node == {"paper": 32 * (1 + 4 + 4 * 2 + 3 * 2) + 1,
+                                                    "author": 32 * (3 + 4 * 2) + 1}
+    if page == "guides/linen_or_nnx.md":  # an NNX optimizer restored from a checkpoint
+        assert namespace["saved"].step == 20 and len(namespace["resumed"]) == 10
+        assert namespace["resumed"] == namespace["uninterrupted"]
+    if page == "guides/molecules.md":  # the library's molecule API, without the demo's CLI
+        assert namespace["n_edge"] % 2 == 0 and len(namespace["losses"]) == 96 // 32
+        assert namespace["predicted"].shape == (12,)
 
 
 @pytest.mark.slow
@@ -242,3 +260,41 @@ def test_guide_code_runs(page):
 )
 def test_longer_guide_code_runs(page):
     run_page(page)
+
+
+def _demo_table_module():
+    spec = importlib.util.spec_from_file_location("demo_table", DOCS / "guides" / "_demo_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_demos_page_lists_every_demo_of_the_command_as_the_registry_renders_it():
+    """`python docs/guides/_demo_table.py` re-renders the table after a demo is added."""
+    from gnkit import cli
+
+    table = _demo_table_module().page_table()
+    assert table == _demo_table_module().demo_table()
+    commands = re.findall(r"^\| `gnkit ([\w-]+)` \|", table, re.MULTILINE)
+    assert commands == list(cli.DEMOS)
+    assert "| `gnkit molecules` | " in table and "| `demos`, `chem` |" in table
+
+
+def test_the_molecules_notebook_states_the_default_presets_replicates_and_epochs():
+    from gnkit.demos.molecules import CONFIGS
+
+    cells = json.loads((ROOT / "colabs" / "molecules.ipynb").read_text())["cells"]
+    text = "".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    stated = re.findall(r"default recipe \((\d+) replicates of (\d+) epochs\)", text)
+    assert stated == [(str(CONFIGS["default"].seeds), str(CONFIGS["default"].epochs))]
+
+
+def test_the_deprecated_train_state_alias_is_documented_as_deprecated_not_as_a_class():
+    page = (DOCS / "api" / "train.rst").read_text()
+    assert "autoclass:: gnkit.train.TrainState" not in page
+    entry = page.split(".. py:data:: TrainState", 1)[1]
+    assert entry.split("\n\n", 2)[1].strip().startswith("Deprecated:")
+    from gnkit import train
+
+    with pytest.warns(DeprecationWarning, match="TrainState is deprecated"):
+        assert train.TrainState is train.TrainingState
