@@ -115,6 +115,56 @@ def test_hetero_conv_matches_pyg_heteroconv_with_copied_weights(aggregate):
         np.testing.assert_allclose(grads[name], pyg_grads[name], **TOLERANCE)
 
 
+BIPARTITE_GAT_WEIGHTS = [(("linear", "kernel"), "lin_src.weight", "kernel"),
+                         (("receiver_linear", "kernel"), "lin_dst.weight", "kernel"),
+                         (("sender_attention",), "att_src", "attention"),
+                         (("receiver_attention",), "att_dst", "attention"),
+                         (("bias",), "bias", "vector")]
+GATV2_WEIGHTS = [(("source", "kernel"), "lin_l.weight", "kernel"),
+                 (("source", "bias"), "lin_l.bias", "vector"),
+                 (("target", "kernel"), "lin_r.weight", "kernel"),
+                 (("target", "bias"), "lin_r.bias", "vector"),
+                 (("attention",), "att", "attention"), (("bias",), "bias", "vector")]
+AUTHOR_WIDTH = 2
+
+
+def narrow_authors(graph):
+    """`graph` with authors `AUTHOR_WIDTH` wide, papers `WIDTH`: writes and written_by join sets
+    of different widths."""
+    authors = graph.nodes["author"]._replace(features=graph.nodes["author"].features[:, :2])
+    return graph._replace(nodes={**graph.nodes, "author": authors})
+
+
+@pytest.mark.parametrize("writes_layer", ["GraphSAGE", "GATv2"])
+def test_hetero_conv_with_bipartite_widths_matches_pyg_in_channels_pairs(writes_layer):
+    graph = narrow_authors(float64_graph(5))
+    writes = {"GraphSAGE": (gnn.GraphSAGE(OUT), pyg_nn.SAGEConv((AUTHOR_WIDTH, WIDTH), OUT),
+                            SAGE_WEIGHTS),
+              "GATv2": (gnn.GATv2(OUT, num_heads=2, combine_heads="mean", add_self_edges=False),
+                        pyg_nn.GATv2Conv((AUTHOR_WIDTH, WIDTH), OUT, heads=2, concat=False,
+                                         add_self_loops=False), GATV2_WEIGHTS)}[writes_layer]
+    module = gnn.HeteroConv({"cites": gnn.GCN(OUT), "writes": writes[0],
+                             "written_by": gnn.GAT(OUT, add_self_edges=False)})
+    with jax.enable_x64(True):
+        params = random_params(module, graph)
+    assert params["written_by"]["receiver_linear"]["kernel"].shape == (AUTHOR_WIDTH, OUT)
+    pyg_conv = pyg_nn.HeteroConv({
+        edge_type(CITES): copy_weights(pyg_nn.GCNConv(WIDTH, OUT), GCN_WEIGHTS, params["cites"]),
+        edge_type(WRITES): copy_weights(writes[1], writes[2], params["writes"]),
+        edge_type(WRITTEN_BY): copy_weights(
+            pyg_nn.GATConv((WIDTH, AUTHOR_WIDTH), OUT, add_self_loops=False),
+            BIPARTITE_GAT_WEIGHTS, params["written_by"]),
+    })
+    rng = np.random.default_rng(3)
+    cotangents = {n: rng.normal(size=(graph.num_nodes(n), OUT)) for n in graph.nodes}
+    pyg_out, pyg_grads = pyg_outputs_and_gradients(pyg_conv, graph, cotangents)
+    out, grads = gnkit_outputs_and_gradients(module, params, graph, cotangents, list(pyg_out))
+    for name in pyg_out:
+        assert np.abs(pyg_out[name]).max() > 0.1
+        np.testing.assert_allclose(out[name], pyg_out[name], **TOLERANCE)
+        np.testing.assert_allclose(grads[name], pyg_grads[name], **TOLERANCE)
+
+
 def test_to_hetero_gives_each_edge_set_its_own_layer_as_pyg():
     graph = float64_graph(1)
     module = gnn.to_hetero(gnn.GraphSAGE(OUT), graph.edges)

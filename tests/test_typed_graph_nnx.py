@@ -9,6 +9,7 @@ import pytest
 from _typed_graphs import random_graphs
 from flax import nnx
 
+import gnkit
 import gnkit.nn as linen
 from gnkit import typed_graph as tg
 from gnkit.nnx import from_linen, to_linen_variables
@@ -86,3 +87,33 @@ def test_twin_built_from_the_schema_has_the_linen_layout(name):
 def test_schema_errors_name_the_missing_node_set():
     with pytest.raises(ValueError, match=r"joins node sets \['author'\]"):
         typed_nnx.TypedRGCN({"paper": 3}, GRAPH.edges, 4, rngs=nnx.Rngs(0))
+
+
+def test_to_hetero_twin_with_bipartite_widths_and_a_bipartite_layer_twin():
+    narrow = GRAPH._replace(nodes={**GRAPH.nodes, "author": GRAPH.nodes["author"]._replace(
+        features=GRAPH.nodes["author"].features[:, :2])})
+    twin = typed_nnx.to_hetero(linen.GraphSAGE(4), {"paper": 3, "author": 2}, GRAPH.edges,
+                               rngs=nnx.Rngs(0))
+    params = to_linen_variables(twin)["params"]
+    assert params["writes"]["neighbors"]["kernel"].shape == (2, 4)  # authors send, 2 wide
+    assert params["writes"]["root"]["kernel"].shape == (3, 4)
+    out = twin(narrow)
+    expected = linen.to_hetero(linen.GraphSAGE(4), GRAPH.edges).apply({"params": params}, narrow)
+    np.testing.assert_allclose(out.nodes["author"].features, expected.nodes["author"].features,
+                               rtol=1e-6)
+    # One GraphSAGE on the writes edge set alone, by hand: mean of senders, plus the root.
+    writes = narrow.edges[tg.EdgeSetKey("writes", ("author", "paper"))]
+    layer = gnkit.nnx.GraphSAGE((2, 3), 4, rngs=nnx.Rngs(1))
+    back = from_linen(layer.linen_module, to_linen_variables(layer))
+    bipartite, _ = tg.edge_set_graph(narrow, "writes")
+    got = back(bipartite).nodes
+    weights = to_linen_variables(layer)["params"]
+    authors, papers = (np.asarray(narrow.nodes[n].features) for n in ("author", "paper"))
+    mean = np.zeros((papers.shape[0], 2))
+    for paper in range(papers.shape[0]):
+        rows = np.asarray(writes.receivers) == paper
+        if rows.any():
+            mean[paper] = authors[np.asarray(writes.senders)[rows]].mean(0)
+    hand = (mean @ weights["neighbors"]["kernel"] + weights["neighbors"]["bias"]
+            + papers @ weights["root"]["kernel"])
+    np.testing.assert_allclose(got, hand, rtol=1e-5, atol=1e-6)
