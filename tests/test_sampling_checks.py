@@ -49,6 +49,16 @@ def test_ids_outside_the_graph_are_refused(taker):
         ID_TAKERS[taker](graph, np.array([1.9]))
 
 
+def test_too_many_ids_name_their_bound():
+    graph = random_graph()
+    with pytest.raises(ValueError, match=re.escape("at most batch_size=2 ids; got 3.")):
+        neighbor_sample(graph, [1, 2, 3])
+    with pytest.raises(ValueError, match=re.escape("at most max_nodes=2 ids; got 3.")):
+        khop_subgraph(graph, [1, 2, 3], 1, max_nodes=2, max_edges=40)
+    with pytest.raises(ValueError, match=re.escape("seeds must be distinct ids; got 2 more than")):
+        khop(graph, [1, 2, 2])
+
+
 def test_typed_seeds_outside_the_seed_set_are_refused():
     graph = typed_graph()  # 60 papers
     sampler = TypedNeighborSampler(graph, FANOUTS, 4, seed_set="paper")

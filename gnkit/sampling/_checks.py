@@ -39,8 +39,9 @@ def fanouts(values, name: str = "fanouts") -> tuple[int, ...]:
     return tuple(int(c) for c in counts)
 
 
-def ids(values, upper: int, name: str, most: int | None = None) -> np.ndarray:
-    """`values` as int64 `[n]` ids in `[0, upper)`, at most `most` of them when given.
+def ids(values, upper: int, name: str, most: tuple[str, int] | None = None) -> np.ndarray:
+    """`values` as int64 `[n]` ids in `[0, upper)`; with `most = (bound's name, count)`, at most
+    `count` of them.
 
     Any integer dtype is taken; floats and bools are refused rather than truncated. An empty
     sequence (`[]`, float64 to NumPy) is taken as no ids.
@@ -48,8 +49,8 @@ def ids(values, upper: int, name: str, most: int | None = None) -> np.ndarray:
     values = np.asarray(values)
     if values.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of ids; got shape {values.shape}.")
-    if most is not None and values.size > most:
-        raise ValueError(f"{name} must be at most {most} ids; got {values.size}.")
+    if most is not None and values.size > most[1]:
+        raise ValueError(f"{name} must be at most {most[0]}={most[1]} ids; got {values.size}.")
     if values.size == 0:
         return values.astype(np.int64)
     if not np.issubdtype(values.dtype, np.integer):

@@ -45,7 +45,7 @@ def khop_subgraph(
     k = checks.count(k, "k", 0)
     max_nodes = checks.count(max_nodes, "max_nodes", 1)
     max_edges = checks.count(max_edges, "max_edges", 0)
-    seeds = checks.ids(seeds, store.num_nodes, "seeds", most=max_nodes)
+    seeds = checks.ids(seeds, store.num_nodes, "seeds", most=("max_nodes", max_nodes))
     unique, counts = np.unique(seeds, return_counts=True)
     if (counts > 1).any():
         raise ValueError(f"seeds must be distinct ids; got {unique[counts > 1][0]} more than once.")

@@ -113,9 +113,9 @@ class LinkNeighborSampler:
 
         Node ids outside `[0, N)`, float ids and lists of different lengths are refused.
         """
-        n_node = self.store.num_nodes
-        sources = checks.ids(sources, n_node, "sources", most=self.batch_size)
-        destinations = checks.ids(destinations, n_node, "destinations", most=self.batch_size)
+        n_node, most = self.store.num_nodes, ("batch_size", self.batch_size)
+        sources = checks.ids(sources, n_node, "sources", most=most)
+        destinations = checks.ids(destinations, n_node, "destinations", most=most)
         if sources.shape != destinations.shape:
             raise ValueError(f"sources and destinations must have the same length; got "
                              f"{sources.size} and {destinations.size}.")

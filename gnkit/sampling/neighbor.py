@@ -183,7 +183,8 @@ class NeighborSampler:
         `rng` is a NumPy generator or an int seed for one. Ids outside `[0, N)`, float ids and
         seed times of another length than the seeds are refused.
         """
-        seeds = checks.ids(seeds, self.store.num_nodes, "seeds", most=self.batch_size)
+        seeds = checks.ids(seeds, self.store.num_nodes, "seeds",
+                           most=("batch_size", self.batch_size))
         if seed_times is not None:
             if not self.store.is_temporal:
                 raise ValueError("seed_times needs node_time or edge_time.")

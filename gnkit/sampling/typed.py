@@ -153,7 +153,7 @@ class TypedNeighborSampler:
         Rows outside the seed set and float ids are refused.
         """
         seeds = checks.ids(seeds, node_rows(self.graph.nodes[self.seed_set]), "seeds",
-                           most=self.batch_size)
+                           most=("batch_size", self.batch_size))
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         mask = np.arange(self.batch_size) < seeds.size
         slot_ids = np.full(self.batch_size, -1, np.int64)
