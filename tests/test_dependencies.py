@@ -22,6 +22,7 @@ DOMAIN_EXTRAS = {
     "gnkit/typed_graph/conversions.py": "pyg",
     "gnkit/rdl/": "rdl",
     "gnkit/demos/rdl/": "rdl",
+    "gnkit/atoms/": "atoms",
 }
 BELOW_NN = (
     "graph.py",
