@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import e3nn_jax as e3nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,13 +25,6 @@ import numpy as np
 from gnkit.atoms.features import bessel_basis, edge_vectors, polynomial_envelope, safe_norm
 from gnkit.atoms.features import spherical_harmonics as _spherical_harmonics
 from gnkit.graph import GraphsTuple
-
-try:
-    import e3nn_jax as e3nn
-except ImportError as error:  # pragma: no cover - the `atoms` extra is part of the test setup
-    raise ImportError(
-        "gnkit.atoms needs ASE, e3nn-jax and vesin: pip install 'gnkit[atoms]'"
-    ) from error
 
 __all__ = [
     "atom_mask",

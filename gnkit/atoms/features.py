@@ -9,17 +9,11 @@ cosine cutoff (also PaiNN's), and e3nn-jax's spherical harmonics.
 
 from __future__ import annotations
 
+import e3nn_jax as e3nn
 import jax
 import jax.numpy as jnp
 
 from gnkit.graph import GraphsTuple, edge_graph_index
-
-try:
-    import e3nn_jax as e3nn
-except ImportError as error:  # pragma: no cover - the `atoms` extra is part of the test setup
-    raise ImportError(
-        "gnkit.atoms needs ASE, e3nn-jax and vesin: pip install 'gnkit[atoms]'"
-    ) from error
 
 __all__ = [
     "bessel_basis",

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import e3nn_jax as e3nn
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -44,13 +45,6 @@ from gnkit.atoms.equivariant import (
 )
 from gnkit.atoms.species import species_index
 from gnkit.graph import GraphsTuple
-
-try:
-    import e3nn_jax as e3nn
-except ImportError as error:  # pragma: no cover - the `atoms` extra is part of the test setup
-    raise ImportError(
-        "gnkit.atoms needs ASE, e3nn-jax and vesin: pip install 'gnkit[atoms]'"
-    ) from error
 
 
 def _same_multiplicity(irreps: e3nn.Irreps, name: str) -> int:
