@@ -175,13 +175,12 @@ class Calculator(AseCalculator):
             self.policy = self._default_policy(graph)
         padded = pad_to_bucket(graph, self.policy)
         self.padded_sizes.add((len(padded.nodes["atomic_numbers"]), len(padded.senders), periodic))
-        prediction = self._predict(self._weights, padded, stress=periodic)
-        n_atoms = len(self.atoms)
+        prediction = jax.device_get(self._predict(self._weights, padded, stress=periodic))
         energy = float(prediction["energy"][0])
         self.results = {
             "energy": energy,
             "free_energy": energy,
-            "forces": np.asarray(prediction["forces"][:n_atoms], np.float64),
+            "forces": np.asarray(prediction["forces"][: len(self.atoms)], np.float64),
         }
         if periodic:
             stress = np.asarray(prediction["stress"][0], np.float64)
