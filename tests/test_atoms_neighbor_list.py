@@ -8,49 +8,12 @@ import pytest
 pytest.importorskip("ase")
 pytest.importorskip("vesin")
 
+from _neighbor_cases import KINDS, pair_set, random_case  # noqa: E402
 from ase import Atoms  # noqa: E402
 from ase.neighborlist import neighbor_list as ase_neighbor_list  # noqa: E402
 
 from gnkit.atoms import neighbor_list  # noqa: E402
 from gnkit.atoms.neighbor_list import completed_cell  # noqa: E402
-
-
-def pair_set(senders, receivers, shifts) -> set:
-    shifts = np.asarray(shifts).astype(int).reshape(-1, 3).tolist()
-    return set(zip(np.asarray(senders).tolist(), np.asarray(receivers).tolist(),
-                   map(tuple, shifts), strict=True))
-
-
-def random_case(rng: np.random.Generator, kind: str):
-    """(positions, cell, pbc, cutoff) of one kind of structure."""
-    n_atoms = int(rng.integers(2, 9))
-    cell = np.diag(rng.uniform(2.5, 5.0, 3)) + rng.uniform(-1.0, 1.0, (3, 3))
-    pbc = rng.random(3) < 0.5
-    cutoff = rng.uniform(0.8, 3.0)
-    if kind == "triclinic":
-        pbc = np.ones(3, bool)
-    elif kind == "large_cutoff":  # above half of the smallest height: several images
-        pbc = np.ones(3, bool)
-        heights = 1 / np.linalg.norm(np.linalg.inv(cell), axis=0)
-        cutoff = rng.uniform(0.6, 1.6) * heights.max()
-    elif kind == "mixed":
-        pbc[int(rng.integers(3))] = not pbc.any()
-        if rng.random() < 0.5:
-            cell[~pbc] = 0.0  # a slab / wire with no lattice vector along the open axes
-    elif kind == "one_atom":
-        n_atoms, pbc = 1, np.ones(3, bool)
-        cutoff = rng.uniform(1.0, 2.0) * np.linalg.norm(cell, axis=1).min()
-    elif kind == "molecule":
-        cell, pbc = np.zeros((3, 3)), np.zeros(3, bool)
-    elif kind == "isolated":  # far apart atoms without pbc: no pair at all
-        cell, pbc = np.zeros((3, 3)), np.zeros(3, bool)
-        return np.arange(n_atoms)[:, None] * np.array([10.0, 0, 0]), cell, pbc, 3.0
-    fractional = rng.uniform(-0.5, 1.5, (n_atoms, 3))  # also outside the cell
-    positions = fractional @ completed_cell(cell, pbc) if pbc.any() else 3 * fractional
-    return positions, cell, pbc, cutoff
-
-
-KINDS = ["triclinic", "large_cutoff", "mixed", "one_atom", "molecule", "isolated"]
 
 
 def test_host_list_equals_ases_on_240_random_cases():

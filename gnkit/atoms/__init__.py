@@ -7,6 +7,11 @@ imported by `import gnkit`.
   file) to `GraphsTuple` with positions, atomic numbers, cell, pbc, integer cell shifts and the
   energy / forces / stress targets; `atoms_bucket_policy` for batches that compile a few times;
 - `neighbor_list`: the host list (vesin), pairs in both directions with their cell shifts;
+- `device_neighbor_list`, `graph_with_device_neighbors`, `DeviceNeighbors`, `image_ranges`:
+  the jittable list at a static capacity that reports overflow, for arrays or a padded batch;
+  `GrowingNeighborList`, `grown_capacity`: the host policy that grows it and reruns;
+- `build_verlet_list`, `needs_rebuild`, `verlet_neighbors`, `VerletList`: a skin list reused on
+  the device while atoms move less than half the skin;
 - `check_structure`, `StructureError`: NaN positions, zero-volume periodic cells, overlapping
   atoms, each named by structure and atom;
 - `Calculator`: an ASE calculator (energy, forces, stress) for a linen or NNX potential;
@@ -21,6 +26,14 @@ require("atoms", "gnkit.atoms")
 from gnkit.atoms.calculator import Calculator  # noqa: E402
 from gnkit.atoms.checks import StructureError, check_structure  # noqa: E402
 from gnkit.atoms.datasets import load_aspirin, make_emt_dataset, write_emt_dataset  # noqa: E402
+from gnkit.atoms.device_neighbors import (  # noqa: E402
+    DeviceNeighbors,
+    GrowingNeighborList,
+    device_neighbor_list,
+    graph_with_device_neighbors,
+    grown_capacity,
+    image_ranges,
+)
 from gnkit.atoms.neighbor_list import Neighbors, neighbor_list  # noqa: E402
 from gnkit.atoms.structures import (  # noqa: E402
     atoms_bucket_policy,
@@ -28,18 +41,34 @@ from gnkit.atoms.structures import (  # noqa: E402
     atoms_to_graphs,
     read_graphs,
 )
+from gnkit.atoms.verlet import (  # noqa: E402
+    VerletList,
+    build_verlet_list,
+    needs_rebuild,
+    verlet_neighbors,
+)
 
 __all__ = [
     "Calculator",
+    "DeviceNeighbors",
+    "GrowingNeighborList",
     "Neighbors",
     "StructureError",
+    "VerletList",
     "atoms_bucket_policy",
     "atoms_to_graph",
     "atoms_to_graphs",
+    "build_verlet_list",
     "check_structure",
+    "device_neighbor_list",
+    "graph_with_device_neighbors",
+    "grown_capacity",
+    "image_ranges",
     "load_aspirin",
     "make_emt_dataset",
+    "needs_rebuild",
     "neighbor_list",
     "read_graphs",
+    "verlet_neighbors",
     "write_emt_dataset",
 ]
