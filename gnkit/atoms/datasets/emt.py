@@ -67,13 +67,13 @@ def _structure(
 
 
 def _langevin(atoms, temperature: float, steps: int, rng: np.random.Generator) -> None:
-    """`steps` Langevin steps of 2 fs at `temperature` (K) from velocities drawn at it; the
+    """`steps` Langevin steps of 2 fs at `temperature` (K) from Maxwell-Boltzmann momenta; the
     velocities are dropped afterwards (the data set holds positions and labels only)."""
     from ase import units
     from ase.md.langevin import Langevin
-    from ase.md.velocitydistribution import MaxwellBoltzmannDistribution
 
-    MaxwellBoltzmannDistribution(atoms, temperature_K=temperature, rng=rng)
+    momentum_scale = np.sqrt(atoms.get_masses() * units.kB * temperature)[:, None]
+    atoms.set_momenta(momentum_scale * rng.standard_normal(size=atoms.positions.shape))
     dynamics = Langevin(atoms, timestep=2.0 * units.fs, temperature_K=temperature,
                         friction=0.02 / units.fs, fixcm=False, rng=rng)
     dynamics.run(steps)
