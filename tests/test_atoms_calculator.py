@@ -16,8 +16,8 @@ from ase.optimize import BFGS
 import gnkit as gn
 import gnkit.atoms.nnx  # noqa: F401  (registers the atoms twins for from_linen)
 from gnkit.atoms import Calculator
-from gnkit.atoms.nn import SchNet
-from gnkit.atoms.potential import structure_energies
+from gnkit.atoms.nn import MACE, SchNet
+from gnkit.atoms.potential import ScaleShift, structure_energies
 
 CUTOFF = 3.0
 MODEL = SchNet(species=(1, 29), cutoff=CUTOFF, features=8, num_filters=8, num_interactions=1,
@@ -106,3 +106,41 @@ def test_md_run_compiles_at_most_twice(variables):
     assert np.abs(atoms.positions - start).max() > 0.01
     assert 1 <= len(compiles) <= 2
     assert len(atoms.calc.padded_sizes) == len(compiles)
+
+
+def test_scale_shift_maps_outputs_to_energies(variables, calculator):
+    atoms = crystal(seed=5)
+    scale_shift = ScaleShift(scale=2.0, shift=0.5, species=(1, 29), reference_energies=(-1.0, -3.0))
+    scaled = Calculator(MODEL, variables, scale_shift=scale_shift)
+    plain_energy, plain_forces = (calculator.get_property(name, atoms) for name in ("energy",
+                                                                                    "forces"))
+    expected = 2.0 * plain_energy + len(atoms) * (0.5 - 3.0)
+    np.testing.assert_allclose(scaled.get_property("energy", atoms), expected, rtol=1e-6)
+    np.testing.assert_allclose(scaled.get_property("forces", atoms), 2.0 * plain_forces,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_float64_needs_x64_and_models_need_their_weights(variables):
+    with pytest.raises(ValueError, match="x64"):
+        Calculator(MODEL, variables, dtype=np.float64)
+    with pytest.raises(ValueError, match="pass its variables as params"):
+        Calculator(MODEL)
+    with pytest.raises(ValueError, match="NNX module holds its own weights"):
+        Calculator(gn.nnx.from_linen(MODEL, variables), variables)
+
+
+@pytest.mark.slow
+def test_mace_forces_and_stress_are_derivatives_of_the_energy():
+    with jax.enable_x64(True):
+        model = MACE(species=(29,), cutoff=CUTOFF, num_interactions=1, hidden_irreps="4x0e + 4x1o",
+                     max_l=2, correlation=2, num_basis=4, radial_mlp=(8,), readout_features=4)
+        atoms = crystal(seed=6)
+        variables = jax.jit(model.init)(jax.random.key(1), graph_of(atoms, CUTOFF))
+        atoms.calc = Calculator(model, variables, dtype=np.float64)
+        np.testing.assert_allclose(
+            atoms.get_forces(), calculate_numerical_forces(atoms, eps=1e-5), atol=1e-7
+        )
+        np.testing.assert_allclose(
+            atoms.get_stress(), calculate_numerical_stress(atoms, eps=1e-6), atol=1e-7
+        )
+        assert np.abs(atoms.get_forces()).max() > 1e-4
