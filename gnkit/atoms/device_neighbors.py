@@ -88,7 +88,8 @@ def image_ranges(cell, pbc, cutoff: float) -> tuple[int, int, int]:
     """
     _check_cutoff(cutoff)
     cells = np.asarray(cell, np.float64).reshape(-1, 3, 3)
-    pbc = np.broadcast_to(np.asarray(pbc, bool).reshape(-1, 3), (len(cells), 3))
+    pbc = np.asarray(pbc, bool)
+    pbc = np.broadcast_to(pbc if pbc.ndim == 0 else pbc.reshape(-1, 3), (len(cells), 3))
     images = np.zeros(3, np.int64)
     for one_cell, one_pbc in zip(cells, pbc, strict=True):
         if not one_pbc.any():
@@ -139,18 +140,60 @@ def _check_arrays(positions, cell, pbc, atom_mask) -> None:
         )
 
 
+def _unit(vectors: jax.Array) -> jax.Array:
+    norms = jnp.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / jnp.where(norms > 0, norms, 1.0)
+
+
 def _completed_cells(cells: jax.Array, pbc: jax.Array) -> jax.Array:
-    """`[G, 3, 3]`: each non-periodic row replaced by a unit vector normal to the periodic rows
-    (`gnkit.atoms.neighbor_list.completed_cell` in `jnp`). Jittable."""
+    """`[G, 3, 3]`: each non-periodic row replaced by a unit vector normal to the periodic rows,
+    as `gnkit.atoms.neighbor_list.completed_cell` (built from cross products, no SVD). Jittable.
+    """
 
     def complete(cell, periodic_axes):
         periodic = jnp.where(periodic_axes[:, None], cell, 0.0)
-        # right singular vectors past the periodic rows' rank span their normal space
-        _, _, vt = jnp.linalg.svd(periodic)
-        slot = jnp.sum(periodic_axes) + jnp.cumsum(~periodic_axes) - 1
-        return jnp.where(periodic_axes[:, None], cell, vt[jnp.clip(slot, 0, 2)])
+        n_periodic = jnp.sum(periodic_axes)
+        # two periodic rows: the third row of `periodic` is zero, so one cross product remains
+        plane_normal = _unit(
+            jnp.cross(periodic[0], periodic[1])
+            + jnp.cross(periodic[1], periodic[2])
+            + jnp.cross(periodic[2], periodic[0])
+        )
+        # one periodic row: two orthonormal vectors normal to it
+        direction = _unit(jnp.sum(periodic, axis=0))
+        helper = jnp.eye(3, dtype=cell.dtype)[jnp.argmin(jnp.abs(direction))]
+        first_normal = _unit(jnp.cross(direction, helper))
+        line_normals = jnp.stack([first_normal, jnp.cross(direction, first_normal)])
+        normals = jnp.select(
+            [n_periodic == 2, n_periodic == 1],
+            [jnp.eye(3, dtype=cell.dtype).at[0].set(plane_normal),
+             jnp.eye(3, dtype=cell.dtype).at[:2].set(line_normals)],
+            jnp.eye(3, dtype=cell.dtype),
+        )
+        slot = jnp.clip(jnp.cumsum(~periodic_axes) - 1, 0, 2)
+        return jnp.where(periodic_axes[:, None], cell, normals[slot])
 
     return jax.vmap(complete)(cells, pbc)
+
+
+def _reciprocal(cells: jax.Array) -> jax.Array:
+    """`[G, 3, 3]`: `inv(cell)` of full-rank cells, whose columns are the reciprocal vectors
+    `a_2 x a_3 / V`, ... (cheaper to compile than an LU inverse). Jittable."""
+    first, second, third = cells[:, 0], cells[:, 1], cells[:, 2]
+    crosses = jnp.stack(
+        [jnp.cross(second, third), jnp.cross(third, first), jnp.cross(first, second)], axis=-1
+    )
+    volumes = jnp.sum(first * crosses[:, :, 0], axis=-1)
+    return crosses / volumes[:, None, None]
+
+
+def _compact(keep: jax.Array, capacity: int) -> jax.Array:
+    """`int32 [capacity]`: the indices of the first `capacity` True entries of `keep`, in order
+    (0 past the last one): a cumulative sum gives each its slot, a scatter puts it there."""
+    slot = jnp.cumsum(keep, dtype=jnp.int32) - 1
+    target = jnp.where(keep & (slot < capacity), slot, capacity)
+    indices = jnp.arange(keep.shape[0], dtype=jnp.int32)
+    return jnp.zeros(capacity, jnp.int32).at[target].set(indices, mode="drop")
 
 
 def _image_grid(images: tuple[int, int, int]) -> np.ndarray:
@@ -174,7 +217,7 @@ def _pairs(positions, cells, pbc, atom_graph, atom_mask, cutoff, capacity, image
     pbc = jnp.asarray(pbc, bool)
     n_atoms = positions.shape[0]
     completed = _completed_cells(cells, pbc)
-    inverse = jnp.linalg.inv(completed)
+    inverse = _reciprocal(completed)
     atom_pbc = pbc[atom_graph]
     fractional = jnp.einsum("ni,nij->nj", positions, inverse[atom_graph])
     offsets = jnp.where(atom_pbc, jnp.floor(fractional), 0.0)
@@ -198,7 +241,7 @@ def _pairs(positions, cells, pbc, atom_graph, atom_mask, cutoff, capacity, image
 
     flat = keep.reshape(-1)
     n_pairs = jnp.sum(flat, dtype=jnp.int32)
-    (index,) = jnp.nonzero(flat, size=capacity, fill_value=0)
+    index = _compact(flat, capacity)
     n_images = grid_np.shape[0]
     receivers = index // (n_atoms * n_images)
     senders = (index // n_images) % n_atoms
@@ -410,7 +453,7 @@ class GrowingNeighborList:
             self.images = image_ranges(cell, pbc, self.cutoff)
         while True:
             result = run(self.capacity, self.images)
-            neighbors = result[1] if isinstance(result, tuple) else result
+            neighbors = result if isinstance(result, DeviceNeighbors) else result[1]
             overflow, image_overflow, n_pairs = jax.device_get(
                 (neighbors.overflow, neighbors.image_overflow, neighbors.n_pairs)
             )

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from gnkit.atoms.device_neighbors import (
     DeviceNeighbors,
     _check_cutoff,
+    _compact,
     _padding_index,
     device_neighbor_list,
 )
@@ -118,7 +119,7 @@ def verlet_neighbors(verlet: VerletList, positions, cell, cutoff: float) -> Devi
     within = skin_list.pair_mask & (jnp.sum(vectors * vectors, axis=-1) < cutoff**2)
     capacity = within.shape[0]
     n_pairs = jnp.sum(within, dtype=jnp.int32)
-    (index,) = jnp.nonzero(within, size=capacity, fill_value=0)
+    index = _compact(within, capacity)
     valid = jnp.arange(capacity) < n_pairs
     padding_index = _padding_index(verlet.atom_mask)
     return skin_list._replace(
