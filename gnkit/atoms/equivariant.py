@@ -122,9 +122,9 @@ def convolution(
             f"irrep of {messages.irreps}), found shape {path_weights.shape}"
         )
     messages = messages * path_weights
-    return e3nn.IrrepsArray.zeros(
-        messages.irreps, (node_features.shape[0],), messages.dtype
-    ).at[receivers].add(messages)
+    return e3nn.zeros(messages.irreps, (node_features.shape[0],), messages.dtype).at[
+        receivers
+    ].add(messages)
 
 
 def message_products(

@@ -1,4 +1,4 @@
-"""From per-atom energies to a potential: structure energies, forces, stress, E0s, scale / shift, loss.
+"""From per-atom energies to a potential: energies, forces, stress, E0s, scale / shift, loss.
 
 A model returns one energy contribution per atom; `structure_energies` sums them per structure,
 and `energy_forces_stress` differentiates that sum in one jittable call: forces `-dE/dr`, and the
@@ -65,7 +65,8 @@ def _strained(graph: GraphsTuple, strain: jax.Array) -> GraphsTuple:
     positions = graph.nodes["positions"]
     cell = graph.globals["cell"]
     node_strain = symmetric[node_graph_index(graph)]
-    nodes = dict(graph.nodes, positions=positions + jnp.einsum("ni,nij->nj", positions, node_strain))
+    moved = positions + jnp.einsum("ni,nij->nj", positions, node_strain)
+    nodes = dict(graph.nodes, positions=moved)
     globals_ = dict(graph.globals, cell=cell + jnp.einsum("gki,gij->gkj", cell, symmetric))
     return graph._replace(nodes=nodes, globals=globals_)
 

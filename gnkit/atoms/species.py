@@ -1,7 +1,10 @@
 """Atomic numbers to a model's species indices, and the host check that a model knows them all.
 
 A model is built for a tuple of atomic numbers, `species` (say `(1, 6, 8)` for H, C, O); its
-embedding row for an atom is the index of the atom's atomic number in that tuple.
+embedding row for an atom is the index of the atom's atomic number in that tuple. The models read
+their species indices through `graph_species_index`, which rejects an atomic number the model does
+not know whenever the graph's arrays are concrete (an eager call, `init` or `apply` outside `jit`);
+inside `jit` the arrays are abstract, so check a batch on the host with `check_species` first.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 
 from gnkit.graph import GraphsTuple
 
-__all__ = ["check_species", "species_index"]
+__all__ = ["check_species", "graph_species_index", "species_index"]
 
 
 def species_index(atomic_numbers: jax.Array, species: Sequence[int]) -> jax.Array:
@@ -56,3 +59,25 @@ def check_species(graph: GraphsTuple, species: Sequence[int]) -> None:
         f"structure {structure} (row {row} of nodes['atomic_numbers']) is not among the "
         f"model's species {tuple(int(z) for z in species)}"
     )
+
+
+def graph_species_index(graph: GraphsTuple, species: Sequence[int]) -> jax.Array:
+    """`species_index` of the graph's atoms, after `check_species` where the arrays are concrete.
+
+    Jittable: under a transformation (`jit`, `grad`, `vmap`, `eval_shape`) the atomic numbers are
+    abstract and only `species_index` runs; called on concrete arrays it first raises
+    `check_species`'s ValueError naming the structure and atom of an unknown atomic number.
+
+    Args:
+      graph: a structure graph (or batch) with `nodes["atomic_numbers"]` `[n_atoms]`.
+      species: the model's atomic numbers.
+
+    Returns:
+      int32 `[n_atoms]` in `[0, len(species))`.
+    """
+    atomic_numbers = graph.nodes["atomic_numbers"]
+    if not isinstance(atomic_numbers, jax.core.Tracer) and not isinstance(
+        graph.n_node, jax.core.Tracer
+    ):
+        check_species(graph, species)
+    return species_index(atomic_numbers, species)

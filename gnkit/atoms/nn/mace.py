@@ -37,13 +37,11 @@ import jax.numpy as jnp
 
 from gnkit.atoms.equivariant import (
     atom_mask,
-    convolution,
     edge_embedding,
-    message_products,
     symmetric_contraction,
     symmetric_contraction_weight_shapes,
 )
-from gnkit.atoms.species import species_index
+from gnkit.atoms.nn._equivariant_head import embedded_species, radial_convolution
 from gnkit.graph import GraphsTuple
 
 
@@ -108,13 +106,8 @@ class _Interaction(nn.Module):
                 self.hidden_irreps, num_indexed_weights=self.num_species, name="skip_tp"
             )(species, node_features)
         node_features = e3nn.flax.Linear(node_features.irreps, name="linear_up")(node_features)
-        paths = message_products(node_features.irreps, harmonics.irreps, self.target_irreps)
-        path_weights = e3nn.flax.MultiLayerPerceptron(
-            (*self.radial_mlp, paths.num_irreps), jax.nn.silu, output_activation=False,
-            name="radial_mlp",
-        )(radial)
-        messages = convolution(node_features, harmonics, path_weights, graph.senders,
-                               graph.receivers, self.target_irreps)
+        messages = radial_convolution(node_features, harmonics, radial, graph,
+                                      self.target_irreps, self.radial_mlp, name="radial_mlp")
         messages = e3nn.flax.Linear(self.target_irreps, name="linear")(messages)
         messages = messages / self.avg_num_neighbors
         if self.first:
@@ -199,17 +192,13 @@ class MACE(nn.Module):
                              f"{self.num_interactions}")
         num_features = _same_multiplicity(self.hidden_irreps, "hidden_irreps")
         num_species = len(self.species)
-        positions = graph.nodes["positions"]
-        species = species_index(graph.nodes["atomic_numbers"], self.species)
+        species, features = embedded_species(graph, self.species, num_features,
+                                             name="node_embedding")
         harmonics, radial = edge_embedding(
             graph, max_l=self.max_l, num_basis=self.num_basis, cutoff=self.cutoff,
             envelope_p=self.envelope_p,
         )
         target_irreps = str(num_features * e3nn.Irreps.spherical_harmonics(self.max_l))
-        one_hot = e3nn.IrrepsArray(
-            f"{num_species}x0e", jax.nn.one_hot(species, num_species, dtype=positions.dtype)
-        )
-        features = e3nn.flax.Linear(f"{num_features}x0e", name="node_embedding")(one_hot)
         energies = []
         for layer in range(self.num_interactions):
             last = layer == self.num_interactions - 1 and layer > 0

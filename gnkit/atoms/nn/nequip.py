@@ -32,14 +32,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gnkit.atoms.equivariant import (
-    atom_mask,
-    convolution,
-    edge_embedding,
-    gated_irreps,
-    message_products,
-)
-from gnkit.atoms.species import species_index
+from gnkit.atoms.equivariant import atom_mask, edge_embedding, gated_irreps
+from gnkit.atoms.nn._equivariant_head import embedded_species, radial_convolution
 from gnkit.graph import GraphsTuple
 
 
@@ -58,13 +52,8 @@ class _Convolution(nn.Module):
             name="sc",
         )(species, features)
         features = e3nn.flax.Linear(features.irreps, name="linear_1")(features)
-        paths = message_products(features.irreps, harmonics.irreps, self.irreps_out)
-        path_weights = e3nn.flax.MultiLayerPerceptron(
-            (*self.radial_mlp, paths.num_irreps), jax.nn.silu, output_activation=False,
-            name="fc",
-        )(radial)
-        messages = convolution(features, harmonics, path_weights, graph.senders,
-                               graph.receivers, self.irreps_out)
+        messages = radial_convolution(features, harmonics, radial, graph, self.irreps_out,
+                                      self.radial_mlp, name="fc")
         messages = messages / self.avg_num_neighbors**0.5
         messages = e3nn.flax.Linear(self.irreps_out, force_irreps_out=True,
                                     name="linear_2")(messages)
@@ -118,17 +107,13 @@ class NequIP(nn.Module):
                 f"{self.hidden_irreps}"
             )
         num_species = len(self.species)
-        positions = graph.nodes["positions"]
-        species = species_index(graph.nodes["atomic_numbers"], self.species)
+        species, features = embedded_species(graph, self.species, num_scalars,
+                                             name="chemical_embedding")
         harmonics, radial = edge_embedding(
             graph, max_l=self.max_l, num_basis=self.num_basis, cutoff=self.cutoff,
             envelope_p=self.envelope_p,
         )
         radial = radial * (2.0 / self.cutoff) ** 0.5  # NequIP's Bessel prefactor 2/c
-        one_hot = e3nn.IrrepsArray(
-            f"{num_species}x0e", jax.nn.one_hot(species, num_species, dtype=positions.dtype)
-        )
-        features = e3nn.flax.Linear(f"{num_scalars}x0e", name="chemical_embedding")(one_hot)
         for layer in range(self.num_layers):
             reachable = e3nn.tensor_product(features.irreps, harmonics.irreps)
             features = _Convolution(

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.atoms.features import bessel_basis, cosine_cutoff, edge_vectors, safe_norm
-from gnkit.atoms.species import species_index
+from gnkit.atoms.species import graph_species_index
 from gnkit.graph import GraphsTuple
 
 __all__ = ["PaiNN", "painn_message", "painn_update"]
@@ -145,7 +145,7 @@ class PaiNN(nn.Module):
         radial = bessel_basis(distances, self.num_basis, self.cutoff) / jnp.sqrt(2.0 / self.cutoff)
         envelope = cosine_cutoff(distances, self.cutoff)
         scalars = nn.Embed(len(self.species), self.features, name="embedding")(
-            species_index(atomic_numbers, self.species)
+            graph_species_index(graph, self.species)
         ).astype(distances.dtype)
         vectors = jnp.zeros(scalars.shape[:1] + (3, self.features), scalars.dtype)
         for index in range(self.num_interactions):

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.atoms.features import cosine_cutoff, edge_vectors, gaussian_basis, safe_norm
-from gnkit.atoms.species import species_index
+from gnkit.atoms.species import graph_species_index
 from gnkit.graph import GraphsTuple
 
 __all__ = ["SchNet", "cfconv", "shifted_softplus"]
@@ -105,7 +105,7 @@ class SchNet(nn.Module):
         expanded = gaussian_basis(distances, self.num_basis, self.cutoff)
         envelope = cosine_cutoff(distances, self.cutoff)
         atom_features = nn.Embed(len(self.species), self.features, name="embedding")(
-            species_index(atomic_numbers, self.species)
+            graph_species_index(graph, self.species)
         )
         for index in range(self.num_interactions):
             atom_features = atom_features + _Interaction(

@@ -1,35 +1,17 @@
 """The NNX twin of `gnkit.atoms.nn.MACE`: the same math and parameters, as an NNX module."""
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-import jax
-from flax import nnx
-
 from gnkit.atoms.nn import mace
-from gnkit.atoms.nnx._sample import sample_structure
-from gnkit.graph import GraphsTuple
-from gnkit.nnx.twin import Twin
+from gnkit.atoms.nnx._atoms_twin import AtomsTwin
 
 
-class MACE(Twin, linen=mace.MACE):
+class MACE(AtomsTwin, linen=mace.MACE):
     """MACE's per-atom energies (`gnkit.atoms.nn.MACE`), `graph -> [n_atoms]`.
 
     Args:
       species: the atomic numbers the model knows.
-      cutoff: the cutoff radius (Å), MACE's `r_max`.
+      cutoff: the cutoff radius (Å), MACE's `r_max`; None for the linen model's 5 Å.
       rngs: initialises the parameters.
       **options: `gnkit.atoms.nn.MACE`'s other attributes (`num_interactions`,
         `hidden_irreps`, `max_l`, `correlation`, `num_basis`, `envelope_p`, `radial_mlp`,
         `readout_features`, `avg_num_neighbors`).
     """
-
-    def __init__(self, species: Sequence[int], cutoff: float = 5.0, *, rngs: nnx.Rngs,
-                 **options):
-        self._build(mace.MACE, dict(species=tuple(species), cutoff=cutoff, **options), rngs,
-                    (sample_structure(species),))
-
-    def __call__(self, graph: GraphsTuple) -> jax.Array:
-        """Per-atom energies `[n_atoms]`, 0 on padding atoms. Jittable under `nnx.jit`."""
-        return self._apply(graph)
