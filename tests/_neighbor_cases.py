@@ -20,6 +20,16 @@ def pair_set(senders, receivers, shifts) -> set:
                    map(tuple, shifts), strict=True))
 
 
+def away_from_cutoff(pairs: set, positions, cell, cutoff: float, margin: float) -> set:
+    """The pairs whose float64 distance is more than `margin` from the cutoff."""
+    kept = set()
+    for sender, receiver, shift in pairs:
+        vector = positions[receiver] - positions[sender] + np.array(shift) @ cell
+        if abs(np.linalg.norm(vector) - cutoff) > margin:
+            kept.add((sender, receiver, shift))
+    return kept
+
+
 def random_case(rng: np.random.Generator, kind: str):
     """(positions, cell, pbc, cutoff) of one kind of structure, at most `MAX_ATOMS` atoms."""
     n_atoms = int(rng.integers(2, MAX_ATOMS + 1))

@@ -14,7 +14,13 @@ pytest.importorskip("vesin")
 
 import ase  # noqa: E402
 from _atoms_graphs import graph_of  # noqa: E402
-from _neighbor_cases import KINDS, MAX_ATOMS, pair_set, random_case  # noqa: E402
+from _neighbor_cases import (  # noqa: E402
+    KINDS,
+    MAX_ATOMS,
+    away_from_cutoff,
+    pair_set,
+    random_case,
+)
 from ase.neighborlist import neighbor_list as ase_neighbor_list  # noqa: E402
 
 import gnkit as gn  # noqa: E402
@@ -43,16 +49,6 @@ def real_pairs(found) -> set:
     found = jax.device_get(found)
     count = int(found.n_pairs)
     return pair_set(found.senders[:count], found.receivers[:count], found.shifts[:count])
-
-
-def away_from_cutoff(pairs: set, positions, cell, cutoff: float, margin: float) -> set:
-    """The pairs whose float64 distance is more than `margin` from the cutoff."""
-    kept = set()
-    for sender, receiver, shift in pairs:
-        vector = positions[receiver] - positions[sender] + np.array(shift) @ cell
-        if abs(np.linalg.norm(vector) - cutoff) > margin:
-            kept.add((sender, receiver, shift))
-    return kept
 
 
 def test_device_list_equals_host_list_on_240_random_cases_in_float64_with_one_compile():
