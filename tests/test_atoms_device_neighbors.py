@@ -1,11 +1,13 @@
 """gnkit.atoms device neighbour lists: the jittable list against the host list (itself checked
 against ASE) as sets of (i, j, S) on 240 random cases of every kind, padded to one atom count so
 the list compiles once; overflow reported with the true count; the growth policy's one
-recompile; the padded-batch form against per-structure ASE lists; argument errors."""
+recompile; the padded-batch form against per-structure ASE lists, with gradients through its edges;
+argument errors."""
 
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -176,13 +178,28 @@ def test_padded_batch_form_equals_per_structure_ase_lists():
     images = image_ranges(graph.globals["cell"], graph.globals["pbc"], cutoff)
     capacity = int(batch.n_edge.sum()) + 9
 
-    @jax.jit
-    def rebuild(graph):
-        return graph_with_device_neighbors(graph, cutoff, capacity=capacity, images=images)
+    def squared_lengths(positions, graph):  # a toy energy: the sum of |vector|^2 over edges
+        graph = graph._replace(nodes=graph.nodes | {"positions": positions})
+        rebuilt, found = graph_with_device_neighbors(
+            graph, cutoff, capacity=capacity, images=images
+        )
+        vectors = edge_vectors(rebuilt)
+        return jnp.sum(vectors**2), (rebuilt, found, vectors)
 
     with jax.enable_x64(True):
-        rebuilt, found = jax.device_get(rebuild(graph))
-        vectors = np.asarray(edge_vectors(rebuilt))
+        (_, (rebuilt, found, vectors)), gradient = jax.device_get(
+            jax.jit(jax.value_and_grad(squared_lengths, has_aux=True))(
+                graph.nodes["positions"], graph
+            )
+        )
+    # its gradient from ASE's pairs: d|D|^2 / d positions = +2 D at j, -2 D at i
+    expected_gradient, first_atom = np.zeros((15, 3)), 0
+    for atoms in structures:
+        senders, receivers, vectors_ase = ase_neighbor_list("ijD", atoms, cutoff)
+        np.add.at(expected_gradient, first_atom + receivers, 2 * vectors_ase)
+        np.add.at(expected_gradient, first_atom + senders, -2 * vectors_ase)
+        first_atom += len(atoms)
+    np.testing.assert_allclose(gradient, expected_gradient, atol=1e-9)
     assert not found.overflow and not found.image_overflow
     assert np.array_equal(rebuilt.n_edge, np.append(batch.n_edge, [9, 0]))
     assert np.all(rebuilt.senders[-9:] == 12) and np.all(rebuilt.receivers[-9:] == 12)

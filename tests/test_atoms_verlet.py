@@ -29,7 +29,9 @@ def found_pairs(found) -> set:
     return pair_set(found.senders[:count], found.receivers[:count], found.shifts[:count])
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(
+    "dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)]
+)
 def test_reused_list_equals_host_list_until_rebuild_and_after(dtype):
     rng = np.random.default_rng(0)
     cell = 4.0 * np.eye(3) + rng.uniform(-0.4, 0.4, (3, 3))
