@@ -227,3 +227,13 @@ def test_bad_arguments_are_clear_errors(arguments, message):
             "capacity": 8, "images": (1, 1, 1)} | arguments
     with pytest.raises(ValueError, match=message):
         jax.jit(device_neighbor_list, static_argnames=("cutoff",) + STATIC)(**call)
+
+
+def test_graph_form_needs_a_padded_graph_whose_counts_match():
+    graph = graph_of(ase.Atoms("H2", positions=[[0, 0, 0], [0, 0, 1.0]]), 2.0)
+    with pytest.raises(ValueError, match="needs a padded graph: its last graph with atoms"):
+        graph_with_device_neighbors(graph, 2.0, capacity=4, images=(0, 0, 0))
+    padded = gn.pad_with_graphs(graph, n_node=3, n_edge=2)
+    wrong = padded._replace(n_node=np.array([2, 2]))
+    with pytest.raises(ValueError, match=r"sum\(n_node\) = 4 does not match the 3 rows"):
+        graph_with_device_neighbors(wrong, 2.0, capacity=4, images=(0, 0, 0))

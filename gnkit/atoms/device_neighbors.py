@@ -145,6 +145,30 @@ def _unit(vectors: jax.Array) -> jax.Array:
     return vectors / jnp.where(norms > 0, norms, 1.0)
 
 
+def _check_padded(graph: GraphsTuple, n_atoms: int) -> None:
+    """With concrete counts: `sum(n_node)` matches the positions, and the last graph with atoms
+    is a padding graph (atomic numbers 0), where padding edges can point."""
+    if isinstance(graph.n_node, jax.core.Tracer):
+        return
+    n_node = np.asarray(graph.n_node)
+    if int(n_node.sum()) != n_atoms:
+        raise ValueError(
+            f"sum(n_node) = {int(n_node.sum())} does not match the {n_atoms} rows of "
+            "nodes['positions']."
+        )
+    numbers = graph.nodes.get("atomic_numbers")
+    non_empty = np.flatnonzero(n_node)
+    if numbers is None or isinstance(numbers, jax.core.Tracer) or not non_empty.size:
+        return
+    first_padding = int(n_node[: non_empty[-1]].sum())
+    if np.any(np.asarray(numbers)[first_padding:] != 0):
+        raise ValueError(
+            "graph_with_device_neighbors needs a padded graph: its last graph with atoms must be "
+            f"the padding graph (atomic numbers 0), but atoms {first_padding}.. have atomic "
+            "numbers; pad it with gnkit.pad_with_graphs first."
+        )
+
+
 def _completed_cells(cells: jax.Array, pbc: jax.Array) -> jax.Array:
     """`[G, 3, 3]`: each non-periodic row replaced by a unit vector normal to the periodic rows,
     as `gnkit.atoms.neighbor_list.completed_cell` (built from cross products, no SVD). Jittable.
@@ -327,6 +351,8 @@ def graph_with_device_neighbors(
     [n_graph, 3]`) and padded by `gnkit.pad_with_graphs` (a trailing padding graph with at
     least one node). Pairs stay inside one graph and use that graph's cell and pbc; padding
     atoms take part in none. The search is dense over the whole batch (O(n_atoms^2 x images)).
+    With concrete counts, a graph whose `sum(n_node)` differs from its positions, or whose last
+    graph with atoms has nonzero atomic numbers (no padding graph), is a `ValueError`.
 
     Args:
       graph: the padded batch.
@@ -352,6 +378,7 @@ def graph_with_device_neighbors(
             f"n_graph = {n_graph}, got {np.shape(cells)} and {np.shape(pbc)}."
         )
     _check_arrays(positions, cells[0], pbc[0], None)
+    _check_padded(graph, n_atoms)
     _check_cutoff(cutoff)
     images = _check_static(capacity, images)
     atom_graph = node_graph_index(graph).astype(jnp.int32)
