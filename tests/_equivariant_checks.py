@@ -1,10 +1,15 @@
-"""The checks every gnkit.atoms model must pass, shared by the NequIP and MACE tests.
+"""The checks every gnkit.atoms model passes, as a base class that each model's tests subclass.
 
-Each check takes a linen model and its parameters and compiles one energy / forces / stress
-function per graph shape, so a test reuses it across transformed copies of the same structure
-(rotations, reflections, translations, permutations and a re-expressed cell keep the shapes).
-Parameters are random normals with the standard deviation `fan_in ** -0.5` (what e3nn-jax's
-initialisers draw), made on the host, as compiling a model's `init` costs more than its checks.
+`ModelChecks` holds one test per property: energy invariance and force / stress equivariance under
+a random rotation (proper and improper), translation and permutation; a lattice-equivalent cell;
+forces and stress against central differences (float64); padding in two buckets; the NNX twin;
+an atomic number the model does not know, named.
+A subclass names its linen model, NNX twin and sizes. All of a model's checks share one compiled
+energy / forces / stress function: every batch is padded to one bucket, and the padding check
+adds a second, so a model compiles twice, plus once for its twin's energies. Parameters are
+random normals with the standard deviation `fan_in ** -0.5` (what e3nn-jax's initialisers draw),
+made on the host, as compiling a model's `init` costs more than its checks. Graphs reach half an
+Ångström past the model's cutoff, so the pairs beyond it are there and must do nothing.
 """
 
 import functools
@@ -12,10 +17,19 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _atoms_graphs import batch_of, graph_of, random_crystal, random_molecule
+import pytest
+from _atoms_graphs import batch_of, random_crystal, random_molecule
+from flax import nnx
 
 import gnkit as gn
-from gnkit.atoms.potential import energy_forces_stress, structure_energies
+from gnkit.atoms.potential import energy_forces_stress, loss, structure_energies
+from gnkit.nnx import from_linen, to_linen_variables
+
+SPECIES = (1, 6, 8)
+CUTOFF = 3.0
+CRYSTAL_NUMBERS = [1, 6, 8, 6]
+MOLECULE_NUMBERS = [6, 1, 8, 1, 1]
+BUCKETS = ((2, 6, 1), (9, 31, 3))  # (padding atoms, padding edges, padding graphs)
 
 
 def random_params(module, graph, seed=0, dtype=np.float64):
@@ -46,26 +60,6 @@ def as_jax(graph):
     return jax.tree.map(jnp.asarray, graph)
 
 
-def transformed(graph, rotation=None, translation=None):
-    """`graph` with positions `r R^T + t` and cell rows `c R^T`; the edges stay valid."""
-    rotation = np.eye(3) if rotation is None else rotation
-    translation = np.zeros(3) if translation is None else translation
-    positions = np.asarray(graph.nodes["positions"]) @ rotation.T + translation
-    cell = np.asarray(graph.globals["cell"]) @ rotation.T
-    return graph._replace(nodes=dict(graph.nodes, positions=positions),
-                          globals=dict(graph.globals, cell=cell))
-
-
-def permuted(graph, order, edge_order):
-    """Atom `k` of the result is atom `order[k]` of `graph`; edges reordered by `edge_order`."""
-    inverse = np.argsort(order)
-    nodes = {name: np.asarray(value)[order] for name, value in graph.nodes.items()}
-    edges = {name: np.asarray(value)[edge_order] for name, value in graph.edges.items()}
-    senders = inverse[np.asarray(graph.senders)[edge_order]].astype(np.int32)
-    receivers = inverse[np.asarray(graph.receivers)[edge_order]].astype(np.int32)
-    return graph._replace(nodes=nodes, edges=edges, senders=senders, receivers=receivers)
-
-
 def random_rotation(rng, proper=True):
     """A random orthogonal matrix with determinant +1 (`proper`) or -1."""
     q, r = np.linalg.qr(rng.normal(size=(3, 3)))
@@ -75,116 +69,223 @@ def random_rotation(rng, proper=True):
     return q if proper else -q
 
 
-def crystal_and_molecule(numbers, cutoff, seed=0):
-    rng = np.random.default_rng(seed)
-    return random_crystal(rng, numbers), random_molecule(rng, numbers)
+def moved(atoms, rotation, translation, order):
+    """`atoms` reordered by `order` (atom `k` is atom `order[k]`), positions `r R^T + t`, cell
+    rows `c R^T`."""
+    atoms = atoms[order]
+    atoms.set_cell(atoms.cell[:] @ rotation.T, scale_atoms=False)
+    atoms.positions = atoms.positions @ rotation.T + translation
+    return atoms
 
 
-def check_symmetries(module, params, crystal, cutoff, *, atol, rtol, seed=0):
-    """Energy, forces and stress of `crystal` (periodic ASE Atoms) under proper and improper
-    rotations, a translation, a permutation of atoms and edges, and a cell re-expressed by a
-    unimodular integer matrix (graph rebuilt by ASE's neighbour list)."""
-    rng = np.random.default_rng(seed)
-    predict = predictor(module)
-    graph = graph_of(crystal, cutoff, dtype=params_dtype(params))
-    reference = predict(params, as_jax(graph))
-    scale = np.max(np.abs(reference["forces"])) + np.abs(reference["energy"]).max()
-    assert scale > 1e-6, "the model's outputs vanish: the checks would be empty"
-
-    def close(actual, expected):
-        np.testing.assert_allclose(actual, expected, atol=atol * scale, rtol=rtol)
-
-    for proper in (True, False):
-        rotation = random_rotation(rng, proper)
-        moved = predict(params, as_jax(transformed(graph, rotation, rng.normal(size=3))))
-        close(moved["energy"], reference["energy"])
-        close(moved["forces"], np.asarray(reference["forces"]) @ rotation.T)
-        close(moved["stress"][0], rotation @ np.asarray(reference["stress"][0]) @ rotation.T)
-
-    order = rng.permutation(len(crystal))
-    edge_order = rng.permutation(len(graph.senders))
-    shuffled = predict(params, as_jax(permuted(graph, order, edge_order)))
-    close(shuffled["energy"], reference["energy"])
-    close(shuffled["forces"], np.asarray(reference["forces"])[order])
-    close(shuffled["stress"], reference["stress"])
-
+def lattice_equivalent(atoms):
+    """The same crystal in a cell re-expressed by a unimodular integer matrix, atoms wrapped."""
+    atoms = atoms.copy()
     unimodular = np.array([[1, 1, 0], [0, 1, 0], [-1, 0, 1]])
     assert round(np.linalg.det(unimodular)) == 1
-    reexpressed = crystal.copy()
-    reexpressed.set_cell(unimodular @ crystal.cell[:], scale_atoms=False)
-    other = graph_of(reexpressed, cutoff, dtype=params_dtype(params))
-    assert len(other.senders) == len(graph.senders)
-    lattice = predict(params, as_jax(other))
-    close(lattice["energy"], reference["energy"])
-    close(lattice["forces"], reference["forces"])
-    close(lattice["stress"], reference["stress"])
-    return reference
+    atoms.set_cell(unimodular @ atoms.cell[:], scale_atoms=False)
+    atoms.wrap()
+    return atoms
 
 
-def params_dtype(params):
-    return jax.tree.leaves(params)[0].dtype
+class Case:
+    """A model with host-drawn parameters and a crystal and a molecule to check it on.
+
+    `predict(structures)` pads the batch of `structures` (ASE Atoms with the atom and edge counts
+    of `structures`) into one bucket, so every call after the first reuses the compiled program.
+    """
+
+    def __init__(self, module, cutoff, dtype=np.float64, seed=0):
+        rng = np.random.default_rng(seed)
+        self.module, self.dtype, self.graph_cutoff = module, dtype, cutoff + 0.5
+        self.structures = [random_crystal(rng, CRYSTAL_NUMBERS),
+                           random_molecule(rng, MOLECULE_NUMBERS)]
+        batch = batch_of(self.structures, self.graph_cutoff, dtype)
+        self.n_node, self.n_edge = int(batch.n_node.sum()), int(batch.n_edge.sum())
+        self.edge_counts = list(batch.n_edge)
+        with jax.enable_x64(dtype == np.float64):
+            self.params = random_params(module, as_jax(batch), dtype=dtype)
+        self.reference = self.predict(self.structures)
+        self.scale = (np.abs(self.reference["forces"]).max()
+                      + np.abs(self.reference["energy"]).max())
+        assert self.scale > 1e-6, "the model's outputs vanish: the checks would be empty"
+
+    def padded(self, structures, bucket=BUCKETS[0]):
+        """The padded NumPy batch of `structures` (the case's counts) in `bucket`."""
+        batch = batch_of(structures, self.graph_cutoff, self.dtype)
+        assert list(batch.n_edge) == self.edge_counts, "the edges changed: a pair at the cutoff"
+        atoms, edges, graphs = bucket
+        return gn.pad_with_graphs(batch, n_node=self.n_node + atoms, n_edge=self.n_edge + edges,
+                                  n_graph=len(structures) + graphs)
+
+    def predict_graph(self, graph):
+        with jax.enable_x64(self.dtype == np.float64):
+            result = predictor(self.module)(self.params, as_jax(graph))
+            return {name: np.asarray(value) for name, value in result.items()}
+
+    def predict(self, structures, bucket=BUCKETS[0]):
+        return self.predict_graph(self.padded(structures, bucket))
+
+    def split(self, result):
+        """`(energy, forces, stress)` of each real structure of a prediction."""
+        bounds = np.cumsum([len(atoms) for atoms in self.structures])
+        forces = np.split(result["forces"][:bounds[-1]], bounds[:-1])
+        return [(result["energy"][k], forces[k], result["stress"][k])
+                for k in range(len(self.structures))]
+
+    def assert_close(self, actual, expected, atol, rtol):
+        np.testing.assert_allclose(actual, expected, atol=atol * self.scale, rtol=rtol)
 
 
-def check_finite_differences(module, params, crystal, cutoff, step=1e-4):
-    """Forces against a central difference of the energy in three coordinates, and the stress
-    against a central difference in a diagonal and an off-diagonal strain (float64)."""
-    predict = predictor(module)
-    graph = graph_of(crystal, cutoff, dtype=np.float64)
-    reference = predict(params, as_jax(graph))
+class ModelChecks:
+    """The shared tests; a subclass sets `linen_class`, `twin_class` and `options` (sizes)."""
 
-    def energy(positions=None, deformation=None):
-        moved = graph
-        if positions is not None:
-            moved = moved._replace(nodes=dict(moved.nodes, positions=positions))
-        if deformation is not None:
-            moved = moved._replace(
-                nodes=dict(moved.nodes, positions=moved.nodes["positions"] @ deformation),
-                globals=dict(moved.globals, cell=moved.globals["cell"] @ deformation))
-        return float(predict(params, as_jax(moved))["energy"][0])
+    linen_class: type
+    twin_class: type
+    options: dict
+    float64_tolerance = dict(atol=1e-11, rtol=1e-9)
+    float32_tolerance = dict(atol=1e-5, rtol=1e-4)
 
-    positions = np.asarray(graph.nodes["positions"])
-    for atom, axis in ((0, 0), (1, 2), (len(crystal) - 1, 1)):
-        plus, minus = positions.copy(), positions.copy()
-        plus[atom, axis] += step
-        minus[atom, axis] -= step
-        difference = -(energy(plus) - energy(minus)) / (2 * step)
-        np.testing.assert_allclose(reference["forces"][atom, axis], difference, rtol=1e-5,
-                                   atol=1e-8)
-    volume = abs(np.linalg.det(crystal.cell[:]))
-    for a, b in ((0, 0), (1, 2)):
-        strain = np.zeros((3, 3))
-        strain[a, b] = strain[b, a] = step
-        difference = (energy(deformation=np.eye(3) + strain)
-                      - energy(deformation=np.eye(3) - strain)) / (2 * step * volume)
-        expected = reference["stress"][0, a, b] * (1 if a == b else 2)
-        np.testing.assert_allclose(expected, difference, rtol=1e-5, atol=1e-8)
+    def module(self):
+        return self.linen_class(SPECIES, CUTOFF, **self.options)
 
+    @pytest.fixture(scope="class")
+    def case(self):
+        return Case(self.module(), CUTOFF)
 
-def check_padding(module, params, structures, cutoff):
-    """The batch of `structures` padded into two buckets gives the same energies and forces;
-    padding rows get zero forces, and moving the padding atoms changes no real number."""
-    predict = predictor(module)
-    dtype = params_dtype(params)
-    batch = batch_of(structures, cutoff, dtype=dtype)
-    n_atoms, n_edges = int(batch.n_node.sum()), int(batch.n_edge.sum())
-    results = []
-    for extra_atoms, extra_edges in ((1, 2), (7, 30)):
-        padded = gn.pad_with_graphs(batch, n_node=n_atoms + extra_atoms,
-                                    n_edge=n_edges + extra_edges, n_graph=len(structures) + 1)
-        result = predict(params, as_jax(padded))
-        assert np.all(np.asarray(result["forces"][n_atoms:]) == 0)
-        assert np.all(np.isfinite(np.asarray(result["stress"])))
-        positions = np.asarray(padded.nodes["positions"]).copy()
-        positions[n_atoms:] = np.random.default_rng(extra_atoms).normal(size=(extra_atoms, 3))
-        moved = predict(params, as_jax(padded._replace(
-            nodes=dict(padded.nodes, positions=positions.astype(dtype)))))
-        np.testing.assert_array_equal(moved["energy"][:len(structures)],
-                                      result["energy"][:len(structures)])
-        np.testing.assert_array_equal(moved["forces"][:n_atoms], result["forces"][:n_atoms])
-        results.append(result)
-    small, large = results
-    np.testing.assert_allclose(small["energy"][:len(structures)],
-                               large["energy"][:len(structures)], rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(small["forces"][:n_atoms], large["forces"][:n_atoms],
-                               rtol=1e-6, atol=1e-9)
-    return small
+    def check_symmetries(self, case, tolerance, seed=1):
+        """Proper and improper rotations, a translation and a permutation of every structure."""
+        rng = np.random.default_rng(seed)
+        reference = case.split(case.reference)
+        assert np.abs(reference[0][2]).max() > 1e-6 * case.scale, "the crystal has no stress"
+        for proper in (True, False):
+            rotation = random_rotation(rng, proper)
+            orders = [rng.permutation(len(atoms)) for atoms in case.structures]
+            structures = [moved(atoms, rotation, rng.normal(size=3), order)
+                          for atoms, order in zip(case.structures, orders, strict=True)]
+            for (energy, forces, stress), (e, f, s), order in zip(
+                reference, case.split(case.predict(structures)), orders, strict=True
+            ):
+                case.assert_close(e, energy, **tolerance)
+                case.assert_close(f, forces[order] @ rotation.T, **tolerance)
+                case.assert_close(s, rotation @ stress @ rotation.T, **tolerance)
+
+    def test_energy_invariant_forces_and_stress_equivariant_float64(self, case):
+        self.check_symmetries(case, self.float64_tolerance)
+
+    def test_a_lattice_equivalent_cell_gives_the_same_energy_forces_and_stress(self, case):
+        crystal, molecule = case.structures
+        recelled = lattice_equivalent(crystal)
+        assert not np.allclose(recelled.cell[:], crystal.cell[:])
+        result = case.predict([recelled, molecule])
+        for name in ("energy", "forces", "stress"):
+            case.assert_close(result[name], case.reference[name], **self.float64_tolerance)
+
+    def test_forces_and_stress_are_central_differences_of_the_energy(self, case, step=1e-4):
+        graph = case.padded(case.structures)
+        positions = np.asarray(graph.nodes["positions"])
+        cell = np.asarray(graph.globals["cell"])
+        crystal_atoms = len(case.structures[0])
+
+        def energies(positions, cell):
+            nodes = dict(graph.nodes, positions=positions)
+            globals_ = dict(graph.globals, cell=cell)
+            return case.predict_graph(graph._replace(nodes=nodes, globals=globals_))["energy"]
+
+        for atom, axis in ((0, 0), (1, 2), (crystal_atoms - 1, 1), (crystal_atoms + 1, 0)):
+            plus, minus = positions.copy(), positions.copy()
+            plus[atom, axis] += step
+            minus[atom, axis] -= step
+            difference = -np.sum(energies(plus, cell) - energies(minus, cell)) / (2 * step)
+            np.testing.assert_allclose(case.reference["forces"][atom, axis], difference,
+                                       rtol=1e-6, atol=1e-8 * case.scale)
+        volume = abs(np.linalg.det(cell[0]))
+        for a, b in ((0, 0), (1, 2)):
+            strain = np.zeros((3, 3))
+            strain[a, b] += step / 2
+            strain[b, a] += step / 2
+            deformed = []
+            for sign in (1, -1):
+                deformation = np.eye(3) + sign * strain
+                moved_positions, moved_cell = positions.copy(), cell.copy()
+                moved_positions[:crystal_atoms] = positions[:crystal_atoms] @ deformation
+                moved_cell[0] = cell[0] @ deformation
+                deformed.append(energies(moved_positions, moved_cell)[0])
+            difference = (deformed[0] - deformed[1]) / (2 * step * volume)
+            np.testing.assert_allclose(case.reference["stress"][0, a, b], difference,
+                                       rtol=1e-6, atol=1e-8 * case.scale)
+        np.testing.assert_array_equal(case.reference["stress"][1], 0.0)  # the molecule: no pbc
+
+    def test_padding_changes_no_real_number_and_padded_atoms_move_none(self, case):
+        real = len(case.structures)
+        graph = case.padded(case.structures, BUCKETS[1])
+        result = case.predict_graph(graph)
+        positions = np.asarray(graph.nodes["positions"]).copy()
+        positions[case.n_node:] = np.random.default_rng(0).normal(size=(BUCKETS[1][0], 3))
+        shaken = case.predict_graph(graph._replace(nodes=dict(graph.nodes, positions=positions)))
+        for name in ("energy", "stress"):
+            np.testing.assert_array_equal(shaken[name][:real], result[name][:real])
+            np.testing.assert_array_equal(result[name][real:], 0.0)
+            np.testing.assert_allclose(result[name][:real], case.reference[name][:real],
+                                       rtol=1e-10, atol=1e-12 * case.scale)
+        np.testing.assert_array_equal(shaken["forces"][:case.n_node],
+                                      result["forces"][:case.n_node])
+        np.testing.assert_array_equal(result["forces"][case.n_node:], 0.0)
+        np.testing.assert_allclose(result["forces"][:case.n_node],
+                                   case.reference["forces"][:case.n_node],
+                                   rtol=1e-10, atol=1e-12 * case.scale)
+
+    def test_nnx_twin_gives_the_linen_numbers_with_converted_weights(self, case):
+        twin = from_linen(case.module, case.params)
+        assert type(twin) is self.twin_class
+        with jax.enable_x64(True):
+            graph = as_jax(case.padded(case.structures))
+            energies = nnx.jit(lambda model, g: structure_energies(model(g), g))(twin, graph)
+        np.testing.assert_allclose(energies, case.reference["energy"], rtol=1e-12,
+                                   atol=1e-14 * case.scale)
+        back = to_linen_variables(twin)
+        assert jax.tree.structure(back) == jax.tree.structure(case.params)
+        for converted, original in zip(jax.tree.leaves(back), jax.tree.leaves(case.params),
+                                       strict=True):
+            np.testing.assert_array_equal(converted, original)
+        built = nnx.eval_shape(lambda: self.twin_class(SPECIES, CUTOFF, rngs=nnx.Rngs(0),
+                                                       **self.options))
+        assert (jax.tree.map(jnp.shape, built.linen_params())
+                == jax.tree.map(jnp.shape, case.params["params"]))
+
+    def test_an_atomic_number_the_model_does_not_know_is_named_with_its_structure(self, case):
+        crystal, molecule = case.structures
+        molecule = molecule.copy()
+        molecule.numbers[1] = 17
+        graph = case.padded([crystal, molecule])
+        with (jax.enable_x64(True),
+              pytest.raises(ValueError, match=r"atomic number 17 of atom 1 in structure 1 .* "
+                                              r"model's species \(1, 6, 8\)")):
+            case.module.apply(case.params, graph)
+
+    @pytest.mark.slow
+    def test_energy_invariant_forces_and_stress_equivariant_float32(self):
+        self.check_symmetries(Case(self.module(), CUTOFF, dtype=np.float32),
+                              self.float32_tolerance)
+
+    @pytest.mark.slow
+    def test_a_padded_batch_trains_with_finite_parameter_gradients(self, case):
+        # The loss reaches the padding edges' zero vectors through the forces, so through
+        # second derivatives there.
+        graph = case.padded(case.structures, BUCKETS[1])
+        n_graph = len(graph.n_node)
+        targets = graph._replace(
+            nodes=dict(graph.nodes, forces=np.ones_like(graph.nodes["positions"])),
+            globals=dict(graph.globals, energy=np.ones(n_graph), stress=np.zeros((n_graph, 3, 3))))
+
+        def objective(params, graph):
+            energy_fn = lambda g: structure_energies(case.module.apply(params, g), g)  # noqa
+            prediction = energy_forces_stress(energy_fn, graph)
+            return loss(prediction, graph, {"energy": 1.0, "forces": 1.0, "stress": 1.0})
+
+        with jax.enable_x64(True):
+            gradients = jax.jit(jax.grad(objective))(case.params, as_jax(targets))
+        leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(gradients)]
+        assert all(np.all(np.isfinite(leaf)) for leaf in leaves)
+        assert sum(np.abs(leaf).max() > 0 for leaf in leaves) > len(leaves) // 2
+

@@ -1,7 +1,8 @@
-"""gnkit.atoms MACE: the symmetric contraction against a dense NumPy reference, the body order
-(inclusion-exclusion over a centre's neighbours vanishes above the correlation order), rotation /
-reflection / translation / permutation / lattice invariance, forces and stress against finite
-differences, padding, the NNX twin with converted weights, and a small fit on rMD17 aspirin."""
+"""gnkit.atoms MACE: the symmetric contraction against a dense NumPy reference, its orders as
+homogeneous polynomials of their degree, the body order of the site energy (inclusion-exclusion
+over a centre's neighbours vanishes above the correlation order), the shared model checks
+(symmetries, a lattice-equivalent cell, finite differences, padding, the NNX twin, an unknown
+species), and a small fit on rMD17 aspirin (slow)."""
 
 import itertools
 
@@ -10,38 +11,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _atoms_graphs import batch_of, graph_of
+from _atoms_graphs import batch_of, graph_of, random_molecule
 from _equivariant_checks import (
+    CUTOFF,
+    SPECIES,
+    ModelChecks,
     as_jax,
-    check_finite_differences,
-    check_padding,
-    check_symmetries,
-    crystal_and_molecule,
-    predictor,
     random_params,
     random_rotation,
 )
 from ase import Atoms
-from flax import nnx
 
 from gnkit.atoms import nn as atoms_nn
 from gnkit.atoms import nnx as atoms_nnx
 from gnkit.atoms.equivariant import symmetric_contraction, symmetric_contraction_weight_shapes
-from gnkit.atoms.potential import structure_energies
-from gnkit.nnx import from_linen, to_linen_variables
 
-CUTOFF = 3.0
-SPECIES = (1, 6, 8)
-MODEL = atoms_nn.MACE(SPECIES, CUTOFF, num_interactions=2, hidden_irreps="4x0e + 4x1o",
-                      max_l=2, correlation=3, radial_mlp=(8,), readout_features=4,
-                      avg_num_neighbors=6.0)
-CRYSTAL, MOLECULE = crystal_and_molecule([1, 6, 8, 6], CUTOFF)
+pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning:e3nn_jax.*")
 
 
-@pytest.fixture(scope="module")
-def params64():
-    with jax.enable_x64(True):
-        yield random_params(MODEL, as_jax(graph_of(CRYSTAL, CUTOFF)), dtype=np.float64)
+class TestMACE(ModelChecks):
+    linen_class, twin_class = atoms_nn.MACE, atoms_nnx.MACE
+    options = dict(num_interactions=2, hidden_irreps="2x0e + 2x1o", max_l=1, correlation=2,
+                   radial_mlp=(4,), readout_features=2, avg_num_neighbors=6.0)
 
 
 def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
@@ -84,6 +75,37 @@ def test_symmetric_contraction_is_equivariant():
     assert contract(features).irreps == e3nn.Irreps("0e + 1o + 1e")
 
 
+@pytest.mark.parametrize("correlation", [1, 2, 3])
+def test_each_order_of_the_contraction_is_homogeneous_of_its_degree(correlation):
+    # B(A) = sum_nu B_nu(A), each B_nu a product of nu factors of A: B_nu(t A) = t^nu B_nu(A),
+    # so B(t A) is a polynomial of degree `correlation` in t, whose (correlation + 1)-th finite
+    # difference vanishes while the correlation-th is correlation! times its leading term.
+    irreps_in, irreps_out = e3nn.Irreps("0e + 1o"), "0e + 1o"
+    rng = np.random.default_rng(correlation)
+    features = rng.normal(size=(2, 3, irreps_in.dim))
+    species = jnp.array([0, 1])
+    shapes = symmetric_contraction_weight_shapes(irreps_in, correlation, irreps_out, 2, 3)
+    weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+
+    def contract(scale, weights=weights):
+        scaled = e3nn.IrrepsArray(irreps_in, jnp.asarray(scale * features))
+        return np.asarray(symmetric_contraction(scaled, species, weights, correlation,
+                                                irreps_out).array)
+
+    with jax.enable_x64(True):
+        for order in range(1, correlation + 1):
+            alone = {name: value if name.startswith(f"w{order}_") else jnp.zeros_like(value)
+                     for name, value in weights.items()}
+            np.testing.assert_allclose(contract(2.0, alone), 2.0**order * contract(1.0, alone),
+                                       rtol=1e-10, atol=1e-12)
+        values = np.stack([contract(float(t)) for t in range(correlation + 2)])
+    above = np.diff(values, n=correlation + 1, axis=0)
+    at = np.diff(values, n=correlation, axis=0)
+    assert np.abs(above).max() < 1e-9 * np.abs(values).max()
+    assert np.abs(at).min() > 0
+    np.testing.assert_allclose(at[0], at[1], rtol=1e-9, atol=1e-9)  # a constant: degree exactly
+
+
 def site_energies_over_subsets(correlation):
     """The centre's energy (a one-interaction MACE with linear readout) with each subset of four
     neighbours, by subset (a tuple of neighbour indices)."""
@@ -110,7 +132,8 @@ def inclusion_exclusion(energies, neighbours):
                for s in itertools.combinations(neighbours, k))
 
 
-@pytest.mark.parametrize("correlation", [1, 2, 3])
+@pytest.mark.parametrize("correlation", [
+    pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(3, marks=pytest.mark.slow)])
 def test_body_order_site_energy_is_a_polynomial_of_degree_correlation_in_the_neighbours(
         correlation):
     # E_i = P(A_i), A_i = sum_j phi(r_ij): P of degree nu makes every (nu + 1)-fold
@@ -129,50 +152,11 @@ def test_body_order_site_energy_is_a_polynomial_of_degree_correlation_in_the_nei
         np.testing.assert_allclose(energies[(0, 1, 2, 3)], additive, rtol=1e-10)
 
 
-def test_energy_invariant_forces_and_stress_equivariant_float64(params64):
-    with jax.enable_x64(True):
-        check_symmetries(MODEL, params64, CRYSTAL, CUTOFF, atol=1e-10, rtol=1e-8)
-
-
-def test_energy_invariant_forces_and_stress_equivariant_float32(params64):
-    params32 = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
-    check_symmetries(MODEL, params32, CRYSTAL, CUTOFF, atol=1e-4, rtol=1e-3)
-
-
-def test_forces_and_stress_are_finite_differences_of_the_energy(params64):
-    with jax.enable_x64(True):
-        check_finite_differences(MODEL, params64, CRYSTAL, CUTOFF)
-
-
-def test_padding_changes_no_real_number_and_padded_atoms_move_none(params64):
-    with jax.enable_x64(True):
-        result = check_padding(MODEL, params64, [CRYSTAL, MOLECULE], CUTOFF)
-        single = predictor(MODEL)(params64, as_jax(graph_of(CRYSTAL, CUTOFF)))
-    np.testing.assert_allclose(result["energy"][0], single["energy"][0], rtol=1e-10)
-
-
-def test_nnx_twin_gives_the_linen_numbers_with_converted_weights(params64):
-    params = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
-    graph = as_jax(graph_of(CRYSTAL, CUTOFF, dtype=np.float32))
-    twin = from_linen(MODEL, params)
-    assert isinstance(twin, atoms_nnx.MACE)
-    energies = nnx.jit(lambda model, g: structure_energies(model(g), g))(twin, graph)
-    np.testing.assert_allclose(energies, predictor(MODEL)(params, graph)["energy"], rtol=1e-6)
-    back = to_linen_variables(twin)
-    assert jax.tree.structure(back) == jax.tree.structure(params)
-    for converted, original in zip(jax.tree.leaves(back), jax.tree.leaves(params), strict=True):
-        np.testing.assert_array_equal(converted, original)
-    built = nnx.eval_shape(lambda: atoms_nnx.MACE(
-        SPECIES, CUTOFF, rngs=nnx.Rngs(0), num_interactions=2, hidden_irreps="4x0e + 4x1o",
-        max_l=2, correlation=3, radial_mlp=(8,), readout_features=4, avg_num_neighbors=6.0))
-    assert (jax.tree.map(jnp.shape, built.linen_params())
-            == jax.tree.map(jnp.shape, params["params"]))
-
-
 def test_hidden_irreps_of_unequal_multiplicities_are_rejected():
     model = atoms_nn.MACE(SPECIES, CUTOFF, hidden_irreps="8x0e + 4x1o")
     with pytest.raises(ValueError, match="one multiplicity for every irrep"):
-        jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(MOLECULE, CUTOFF)))
+        molecule = random_molecule(np.random.default_rng(0), [6, 1])
+        jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(molecule, CUTOFF)))
 
 
 @pytest.mark.slow

@@ -1,44 +1,30 @@
 """gnkit.atoms NequIP and the shared equivariant pieces: the convolution against a NumPy sum,
-nequip's gated irreps by hand, rotation / reflection / translation / permutation / lattice
-invariance, forces and stress against finite differences, padding, parameter gradients against a
-finite difference, the NNX twin with converted weights, and a small fit on rMD17 aspirin."""
+nequip's gated irreps by hand, the shared model checks (symmetries, a lattice-equivalent cell,
+finite differences, padding, the NNX twin, an unknown species), and, slow, a parameter gradient
+against a finite difference and a small fit on rMD17 aspirin."""
 
 import e3nn_jax as e3nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _atoms_graphs import batch_of, graph_of
-from _equivariant_checks import (
-    as_jax,
-    check_finite_differences,
-    check_padding,
-    check_symmetries,
-    crystal_and_molecule,
-    predictor,
-    random_params,
-)
-from flax import nnx
+from _atoms_graphs import batch_of, graph_of, random_crystal, random_molecule
+from _equivariant_checks import CUTOFF, SPECIES, ModelChecks, as_jax, random_params
 
 import gnkit as gn
 from gnkit.atoms import nn as atoms_nn
 from gnkit.atoms import nnx as atoms_nnx
 from gnkit.atoms.equivariant import average_num_neighbors, convolution, gated_irreps
 from gnkit.atoms.potential import structure_energies
-from gnkit.nnx import from_linen, to_linen_variables
 
-CUTOFF = 3.0
-SPECIES = (1, 6, 8)
-OPTIONS = dict(num_layers=2, hidden_irreps="4x0e + 4x0o + 4x1o + 4x1e", max_l=2,
-               radial_mlp=(8,), readout_features=4, avg_num_neighbors=6.0)
-MODEL = atoms_nn.NequIP(SPECIES, CUTOFF, **OPTIONS)
-CRYSTAL, MOLECULE = crystal_and_molecule([1, 6, 8, 6], CUTOFF)
+pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning:e3nn_jax.*")
+
+OPTIONS = dict(num_layers=2, hidden_irreps="2x0e + 2x0o + 2x1o + 2x1e", max_l=1,
+               radial_mlp=(4,), readout_features=2, avg_num_neighbors=6.0)
 
 
-@pytest.fixture(scope="module")
-def params64():
-    with jax.enable_x64(True):
-        yield random_params(MODEL, as_jax(graph_of(CRYSTAL, CUTOFF)), dtype=np.float64)
+class TestNequIP(ModelChecks):
+    linen_class, twin_class, options = atoms_nn.NequIP, atoms_nnx.NequIP, OPTIONS
 
 
 def test_convolution_of_scalars_is_the_weighted_sum_of_neighbour_harmonics():
@@ -79,40 +65,23 @@ def test_gated_irreps_follow_nequips_rule():
 
 
 def test_average_num_neighbors_counts_edges_per_real_atom():
-    batch = batch_of([CRYSTAL, MOLECULE], CUTOFF)
+    rng = np.random.default_rng(0)
+    batch = batch_of([random_crystal(rng, [1, 6, 8, 6]), random_molecule(rng, [6, 1, 8, 6])],
+                     CUTOFF)
     padded = gn.pad_with_graphs(batch, n_node=int(batch.n_node.sum()) + 3,
                                 n_edge=int(batch.n_edge.sum()) + 4, n_graph=3)
     assert average_num_neighbors(padded) == pytest.approx(len(batch.senders) / 8)
 
 
-def test_energy_invariant_forces_and_stress_equivariant_float64(params64):
+@pytest.mark.slow
+def test_jitted_parameter_gradient_equals_a_finite_difference():
+    model = TestNequIP().module()
     with jax.enable_x64(True):
-        check_symmetries(MODEL, params64, CRYSTAL, CUTOFF, atol=1e-10, rtol=1e-8)
-
-
-def test_energy_invariant_forces_and_stress_equivariant_float32(params64):
-    params32 = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
-    check_symmetries(MODEL, params32, CRYSTAL, CUTOFF, atol=1e-4, rtol=1e-3)
-
-
-def test_forces_and_stress_are_finite_differences_of_the_energy(params64):
-    with jax.enable_x64(True):
-        check_finite_differences(MODEL, params64, CRYSTAL, CUTOFF)
-
-
-def test_padding_changes_no_real_number_and_padded_atoms_move_none(params64):
-    with jax.enable_x64(True):
-        result = check_padding(MODEL, params64, [CRYSTAL, MOLECULE], CUTOFF)
-        single = predictor(MODEL)(params64, as_jax(graph_of(CRYSTAL, CUTOFF)))
-    np.testing.assert_allclose(result["energy"][0], single["energy"][0], rtol=1e-10)
-
-
-def test_jitted_parameter_gradient_equals_a_finite_difference(params64):
-    with jax.enable_x64(True):
-        graph = as_jax(graph_of(CRYSTAL, CUTOFF))
+        graph = as_jax(graph_of(random_crystal(np.random.default_rng(0), [1, 6, 8, 6]), CUTOFF))
+        params64 = random_params(model, graph)
 
         def energy(params):
-            return structure_energies(MODEL.apply(params, graph), graph)[0]
+            return structure_energies(model.apply(params, graph), graph)[0]
 
         gradient = jax.jit(jax.grad(energy))(params64)
         leaf = params64["params"]["layer1_convnet"]["fc"]["Dense_0"]["kernel"]
@@ -130,27 +99,11 @@ def test_jitted_parameter_gradient_equals_a_finite_difference(params64):
     np.testing.assert_allclose(analytic, difference, rtol=1e-5)
 
 
-def test_nnx_twin_gives_the_linen_numbers_with_converted_weights(params64):
-    params = jax.tree.map(lambda leaf: leaf.astype(np.float32), params64)
-    graph = as_jax(graph_of(CRYSTAL, CUTOFF, dtype=np.float32))
-    twin = from_linen(MODEL, params)
-    assert isinstance(twin, atoms_nnx.NequIP)
-    energies = nnx.jit(lambda model, g: structure_energies(model(g), g))(twin, graph)
-    np.testing.assert_allclose(energies, predictor(MODEL)(params, graph)["energy"], rtol=1e-6)
-    back = to_linen_variables(twin)
-    assert jax.tree.structure(back) == jax.tree.structure(params)
-    for converted, original in zip(jax.tree.leaves(back), jax.tree.leaves(params), strict=True):
-        np.testing.assert_array_equal(converted, original)
-    built = nnx.eval_shape(lambda: atoms_nnx.NequIP(SPECIES, CUTOFF, rngs=nnx.Rngs(0),
-                                                    **OPTIONS))
-    assert (jax.tree.map(jnp.shape, built.linen_params())
-            == jax.tree.map(jnp.shape, params["params"]))
-
-
 def test_hidden_irreps_without_even_scalars_are_rejected():
     model = atoms_nn.NequIP(SPECIES, CUTOFF, hidden_irreps="4x0o + 4x1o")
     with pytest.raises(ValueError, match="hidden_irreps must hold even scalars"):
-        jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(MOLECULE, CUTOFF)))
+        jax.eval_shape(model.init, jax.random.PRNGKey(0),
+                       as_jax(graph_of(random_molecule(np.random.default_rng(0), [6, 1]), CUTOFF)))
 
 
 @pytest.mark.slow
