@@ -10,6 +10,7 @@ imported by `import gnkit`.
 - `device_neighbor_list`, `graph_with_device_neighbors`, `DeviceNeighbors`, `image_ranges`:
   the jittable list at a static capacity that reports overflow, for arrays or a padded batch;
   `GrowingNeighborList`, `grown_capacity`: the host policy that grows it and reruns;
+  `cell_list_neighbor_list`, `cell_list_bins`: a cell-list search for large periodic cells;
 - `build_verlet_list`, `needs_rebuild`, `verlet_neighbors`, `VerletList`: a skin list reused on
   the device while atoms move less than half the skin;
 - `check_structure`, `StructureError`: NaN positions, zero-volume periodic cells, overlapping
@@ -24,6 +25,7 @@ from gnkit.extras import require
 require("atoms", "gnkit.atoms")
 
 from gnkit.atoms.calculator import Calculator  # noqa: E402
+from gnkit.atoms.cell_list import cell_list_bins, cell_list_neighbor_list  # noqa: E402
 from gnkit.atoms.checks import StructureError, check_structure  # noqa: E402
 from gnkit.atoms.datasets import load_aspirin, make_emt_dataset, write_emt_dataset  # noqa: E402
 from gnkit.atoms.device_neighbors import (  # noqa: E402
@@ -59,6 +61,8 @@ __all__ = [
     "atoms_to_graph",
     "atoms_to_graphs",
     "build_verlet_list",
+    "cell_list_bins",
+    "cell_list_neighbor_list",
     "check_structure",
     "device_neighbor_list",
     "graph_with_device_neighbors",

@@ -9,7 +9,8 @@ before the search and the shifts corrected back, so `S` refers to the positions 
 
 The search is dense: every (receiver, sender, cell image) triple is tested, O(n_atoms^2 x
 images) in time and memory, then the pairs within the cutoff are compacted to the front of
-`capacity` slots. Shapes depend only on `n_atoms`, `capacity` and `images`, all static. A list
+`capacity` slots (for large periodic cells, `gnkit.atoms.cell_list` tests only nearby bins).
+Shapes depend only on `n_atoms`, `capacity` and `images`, all static. A list
 never truncates silently: `n_pairs` is the true count and `overflow` says it exceeds
 `capacity`; `image_overflow` says the cell needs more images than were scanned (a changed
 cell). `GrowingNeighborList` (host-side) reruns with more room when either happens.
