@@ -10,15 +10,16 @@ before the search and the shifts corrected back, so `S` refers to the positions 
 The search is dense: every (receiver, sender, cell image) triple is tested, O(n_atoms^2 x
 images) in time and memory, then the pairs within the cutoff are compacted to the front of
 `capacity` slots (for large periodic cells, `gnkit.atoms.cell_list` tests only nearby bins).
-Shapes depend only on `n_atoms`, `capacity` and `images`, all static. A list
-never truncates silently: `n_pairs` is the true count and `overflow` says it exceeds
-`capacity`; `image_overflow` says the cell needs more images than were scanned (a changed
-cell). `GrowingNeighborList` (host-side) reruns with more room when either happens.
+Shapes depend only on `n_atoms`, `capacity` and `images`, all static. A list never truncates
+silently: `n_pairs` is the true count and `overflow` says it exceeds `capacity`;
+`image_overflow` says the cell needs more images than were scanned (a changed cell).
 
 - `device_neighbor_list`: one structure, `[n_atoms, 3]` positions with an atom mask;
 - `graph_with_device_neighbors`: a padded batch in gnkit.atoms' layout (per-graph cells, pairs
   only within one graph), returned with new senders / receivers / shifts / n_edge;
-- `image_ranges`: the static image counts a cell needs (host-side).
+- `image_ranges`: the static image counts a cell needs (host-side);
+- `GrowingNeighborList`, `grown_capacity`: host-side, rerun with a grown capacity (rounded up
+  to a bucket, so a recompile is rare) or more images when a call overflows.
 """
 
 from __future__ import annotations
