@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _atoms_graphs import batch_of, graph_of, random_crystal, random_molecule
+from _atoms_graphs import batch_of, graph_of, random_crystal
 from ase.build import bulk, molecule
 from ase.neighborlist import neighbor_list
 
@@ -21,7 +21,7 @@ from gnkit.atoms.features import (
     safe_norm,
     spherical_harmonics,
 )
-from gnkit.atoms.species import check_species, species_index
+from gnkit.atoms.species import check_species, graph_species_index, species_index
 
 DISTANCES = np.array([0.0, 0.3, 1.0, 2.5, 3.999, 4.0, 5.0])
 
@@ -97,7 +97,8 @@ def test_polynomial_envelope_is_dimenets_and_e3nn_jaxs():
     d = DISTANCES / 4.0
     expected = np.where(
         d < 1,
-        1 - (p + 1) * (p + 2) / 2 * d**p + p * (p + 2) * d ** (p + 1) - p * (p + 1) / 2 * d ** (p + 2),
+        1 - (p + 1) * (p + 2) / 2 * d**p + p * (p + 2) * d ** (p + 1)
+        - p * (p + 1) / 2 * d ** (p + 2),
         0.0,
     )
     values = polynomial_envelope(DISTANCES, 4.0, p=p)
@@ -144,3 +145,13 @@ def test_check_species_names_the_structure_and_atom_and_ignores_padding():
                                          r"nodes\['atomic_numbers'\]\) is not among the model's "
                                          r"species \(1, 6\)"):
         check_species(padded, (1, 6))
+
+
+def test_graph_species_index_checks_concrete_graphs_and_traces_under_jit():
+    graph = batch_of([molecule("CH4"), molecule("H2O")], 2.0)
+    np.testing.assert_array_equal(graph_species_index(graph, (1, 6, 8)),
+                                  [1, 0, 0, 0, 0, 2, 0, 0])
+    with pytest.raises(ValueError, match=r"atomic number 8 of atom 0 in structure 1"):
+        graph_species_index(graph, (1, 6))
+    traced = jax.jit(graph_species_index, static_argnums=1)(graph, (1, 6))
+    np.testing.assert_array_equal(traced, [1, 0, 0, 0, 0, 0, 0, 0])  # unknown: row 0, unchecked

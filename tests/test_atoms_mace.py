@@ -38,44 +38,62 @@ class TestMACE(ModelChecks):
 def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
     irreps_in, irreps_out, correlation, channels = e3nn.Irreps("0e + 1o + 2e"), "0e + 1o", 2, 3
     rng = np.random.default_rng(0)
-    features = e3nn.IrrepsArray(irreps_in, rng.normal(size=(2, channels, irreps_in.dim)))
-    species = jnp.array([1, 0])
     shapes = symmetric_contraction_weight_shapes(irreps_in, correlation, irreps_out, 2, channels)
-    weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
-    result = symmetric_contraction(features, species, weights, correlation, irreps_out)
-
-    x = np.asarray(features.array)
-    for ir in ("0e", "1o"):
-        expected = 0.0
-        for order in (1, 2):
-            basis = e3nn.reduced_symmetric_tensor_product_basis(irreps_in, order,
-                                                                keep_ir=irreps_out).regroup()
-            u = np.asarray(basis.filter(keep=ir).chunks[0])  # [d] * order + [basis, 2l + 1]
-            w = np.asarray(weights[f"w{order}_{ir}"])[np.asarray(species)]  # [atom, basis, c]
-            power = x if order == 1 else np.einsum("nci,ncj->ncij", x, x)
-            letters = "ij"[:order]
-            expected = expected + np.einsum(
-                f"{letters}km,nkc,nc{letters}->ncm", u, w, power) / order
-        np.testing.assert_allclose(result.filter(keep=ir).array, expected, rtol=1e-5,
-                                   atol=1e-6)
+    with jax.enable_x64(True):
+        features = e3nn.IrrepsArray(irreps_in, rng.normal(size=(2, channels, irreps_in.dim)))
+        species = jnp.array([1, 0])
+        weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+        result = symmetric_contraction(features, species, weights, correlation, irreps_out)
+        x = np.asarray(features.array)
+        for ir in ("0e", "1o"):
+            expected = 0.0
+            for order in (1, 2):
+                basis = e3nn.reduced_symmetric_tensor_product_basis(irreps_in, order,
+                                                                    keep_ir=irreps_out).regroup()
+                u = np.asarray(basis.filter(keep=ir).chunks[0])  # [d] * order + [basis, 2l + 1]
+                w = np.asarray(weights[f"w{order}_{ir}"])[np.asarray(species)]  # [atom, basis, c]
+                power = x if order == 1 else np.einsum("nci,ncj->ncij", x, x)
+                letters = "ij"[:order]
+                expected = expected + np.einsum(
+                    f"{letters}km,nkc,nc{letters}->ncm", u, w, power) / order
+            np.testing.assert_allclose(result.filter(keep=ir).array, expected, rtol=1e-10,
+                                       atol=1e-12)
 
 
 def test_symmetric_contraction_is_equivariant():
+    # A-features made of spherical harmonics of random vectors rotate with the vectors, so the
+    # contraction's scalars stay, its vectors (1o, e3nn-jax's x, y, z) rotate by R, and the norm
+    # of its 2e part stays, for a proper and an improper R.
     irreps_in = e3nn.Irreps("0e + 1o + 2e")
     rng = np.random.default_rng(1)
-    features = e3nn.IrrepsArray(irreps_in, rng.normal(size=(1, 2, irreps_in.dim)))
-    shapes = symmetric_contraction_weight_shapes(irreps_in, 3, "0e + 1o + 1e", 1, 2)
-    weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
-    contract = jax.jit(lambda x: symmetric_contraction(x, jnp.array([0]), weights, 3,
-                                                       "0e + 1o + 1e"))
-    rotation = random_rotation(rng, proper=False).astype(np.float32)
-    np.testing.assert_allclose(contract(features.transform_by_matrix(rotation)).array,
-                               contract(features).transform_by_matrix(rotation).array,
-                               rtol=1e-4, atol=1e-4)
-    assert contract(features).irreps == e3nn.Irreps("0e + 1o + 1e")
+    vectors, mixing = rng.normal(size=(2, 1, 2, 3)), rng.normal(size=(2, 1, 2, 1))
+    with jax.enable_x64(True):
+        shapes = symmetric_contraction_weight_shapes(irreps_in, 2, "0e + 1o + 2e", 1, 2)
+        weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+
+        def contract(rotation):
+            harmonics = e3nn.spherical_harmonics(irreps_in, jnp.asarray(vectors @ rotation.T),
+                                                 normalize=False, normalization="component")
+            features = e3nn.IrrepsArray(irreps_in, jnp.sum(mixing * harmonics.array, axis=0))
+            return symmetric_contraction(features, jnp.array([0]), weights, 2, "0e + 1o + 2e")
+
+        reference = contract(np.eye(3))
+        assert reference.irreps == e3nn.Irreps("0e + 1o + 2e")
+        for proper in (True, False):
+            rotation = random_rotation(rng, proper)
+            rotated = contract(rotation)
+            np.testing.assert_allclose(rotated.filter(keep="0e").array,
+                                       reference.filter(keep="0e").array, rtol=1e-10)
+            np.testing.assert_allclose(rotated.filter(keep="1o").array,
+                                       reference.filter(keep="1o").array @ rotation.T,
+                                       rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.linalg.norm(rotated.filter(keep="2e").array, axis=-1),
+                                       np.linalg.norm(reference.filter(keep="2e").array, axis=-1),
+                                       rtol=1e-10)
 
 
-@pytest.mark.parametrize("correlation", [1, 2, 3])
+@pytest.mark.parametrize("correlation", [
+    pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow), 3])
 def test_each_order_of_the_contraction_is_homogeneous_of_its_degree(correlation):
     # B(A) = sum_nu B_nu(A), each B_nu a product of nu factors of A: B_nu(t A) = t^nu B_nu(A),
     # so B(t A) is a polynomial of degree `correlation` in t, whose (correlation + 1)-th finite

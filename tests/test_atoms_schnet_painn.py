@@ -67,7 +67,7 @@ def pyg_schnet_with_our_weights(model, params, graph):
     def copy(linear, dense):
         linear.weight.data = torch.as_tensor(np.asarray(dense["kernel"], np.float64).T.copy())
         if linear.bias is not None:
-            linear.bias.data = torch.as_tensor(np.asarray(dense["bias"], np.float64))
+            linear.bias.data = torch.as_tensor(np.array(dense["bias"], np.float64))
 
     pyg.embedding.weight.data[list(SPECIES)] = torch.as_tensor(
         np.array(weights["embedding"]["embedding"], np.float64))

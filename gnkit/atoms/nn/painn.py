@@ -138,15 +138,16 @@ class PaiNN(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
         atomic_numbers = graph.nodes["atomic_numbers"]
+        species = graph_species_index(graph, self.species)
         vectors_ij = edge_vectors(graph)
         distances = safe_norm(vectors_ij)
         directions = vectors_ij / jnp.where(distances > 0, distances, 1.0)[:, None]
         # bessel_basis carries DimeNet's sqrt(2 / c); the paper's basis is without it.
         radial = bessel_basis(distances, self.num_basis, self.cutoff) / jnp.sqrt(2.0 / self.cutoff)
         envelope = cosine_cutoff(distances, self.cutoff)
-        scalars = nn.Embed(len(self.species), self.features, name="embedding")(
-            graph_species_index(graph, self.species)
-        ).astype(distances.dtype)
+        scalars = nn.Embed(len(self.species), self.features, name="embedding")(species).astype(
+            distances.dtype
+        )
         vectors = jnp.zeros(scalars.shape[:1] + (3, self.features), scalars.dtype)
         for index in range(self.num_interactions):
             d_scalars, d_vectors = _Message(self.features, name=f"message_{index}")(

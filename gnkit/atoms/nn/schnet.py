@@ -101,12 +101,11 @@ class SchNet(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
         atomic_numbers = graph.nodes["atomic_numbers"]
+        species = graph_species_index(graph, self.species)
         distances = safe_norm(edge_vectors(graph))
         expanded = gaussian_basis(distances, self.num_basis, self.cutoff)
         envelope = cosine_cutoff(distances, self.cutoff)
-        atom_features = nn.Embed(len(self.species), self.features, name="embedding")(
-            graph_species_index(graph, self.species)
-        )
+        atom_features = nn.Embed(len(self.species), self.features, name="embedding")(species)
         for index in range(self.num_interactions):
             atom_features = atom_features + _Interaction(
                 self.features, self.num_filters, name=f"interaction_{index}"
