@@ -340,13 +340,15 @@ def worker_main(args) -> None:
             import torch
 
             torch.set_num_threads(request["threads"])
-        times = []
+        times, cpu_times = [], []
         for _ in range(request["steps"]):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             call()
             times.append(time.perf_counter() - start)
-        print(json.dumps({"times": times, "peak_rss_mb": _peak_rss_mb(), "rss_mb": _rss_mb(),
-                          "compiles": compile_count()}), file=protocol, flush=True)
+            cpu_times.append(time.process_time() - cpu_start)
+        print(json.dumps({"times": times, "cpu_times": cpu_times, "peak_rss_mb": _peak_rss_mb(),
+                          "rss_mb": _rss_mb(), "compiles": compile_count()}),
+              file=protocol, flush=True)
 
 
 # ---------------------------------------------------------------- orchestration (gnkit's env)
@@ -361,6 +363,7 @@ class Worker:
                                         text=True, env=env, cwd=REPO)
         self.info = self._read()["ready"]
         self.times: dict[int | None, list[float]] = {}
+        self.cpu_times: dict[int | None, list[float]] = {}
         self.peak_rss_mb = self.rss_mb = 0.0
         self.compiles = None
 
@@ -377,6 +380,7 @@ class Worker:
         self.process.stdin.flush()
         answer = self._read()
         self.times.setdefault(threads, []).extend(answer["times"])
+        self.cpu_times.setdefault(threads, []).extend(answer["cpu_times"])
         self.peak_rss_mb, self.rss_mb = answer["peak_rss_mb"], answer["rss_mb"]
         self.compiles = answer["compiles"]
 
@@ -445,6 +449,7 @@ def run_pair(model: str, workload: str, arrays: dict, arrays_path: Path, args) -
             rows[label_of(worker.setting, threads)] = {
                 **worker.setting, "threads": threads, **worker.info, "best_s": best,
                 "median_s": float(np.median(times)), "calls": len(times),
+                "best_cpu_s": min(worker.cpu_times[threads]),
                 "structures_per_s": n_graphs / best, "atoms_per_s": n_atoms / best,
                 "peak_rss_mb": worker.peak_rss_mb, "rss_mb": worker.rss_mb,
                 "compiles_while_timed": worker.compiles,
@@ -479,10 +484,12 @@ def format_pair(record: dict) -> str:
     lines = [f"\n{record['model']} on {record['workload']}: {record['n_graphs']} structures, "
              f"{record['n_atoms']} atoms, {record['n_edges']} edges",
              f"{'contender':<42}{'params':>9}{'best ms':>10}{'median ms':>11}"
-             f"{'struct/s':>10}{'atoms/s':>10}{'peak RSS':>10}{'RSS':>7}{'compile s':>11}"]
+             f"{'CPU ms':>9}{'struct/s':>10}{'atoms/s':>10}{'peak RSS':>10}{'RSS':>7}"
+             f"{'compile s':>11}"]
     for label, row in record["rows"].items():
         lines.append(f"{label:<42}{row['params']:>9}{row['best_s'] * 1e3:>10.1f}"
-                     f"{row['median_s'] * 1e3:>11.1f}{row['structures_per_s']:>10.1f}"
+                     f"{row['median_s'] * 1e3:>11.1f}{row['best_cpu_s'] * 1e3:>9.0f}"
+                     f"{row['structures_per_s']:>10.1f}"
                      f"{row['atoms_per_s']:>10.0f}{row['peak_rss_mb']:>10.0f}{row['rss_mb']:>7.0f}"
                      f"{row['compile_s']:>11.2f}")
     for label, reason in record["failed"].items():

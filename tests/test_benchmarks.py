@@ -266,3 +266,64 @@ def test_device_script_writes_json_and_markdown_at_tiny_size_on_cpu(tmp_path, mo
         assert f"| {row['workload']} | {row['peer']} | " in table
     assert "| W3 GCN | gnkit | " in table
     assert "broken failed: RuntimeError: out of memory" in table
+
+
+def test_atoms_potentials_workloads_match_ase_and_the_peer_input_has_ase_vectors():
+    ase_neighborlist = pytest.importorskip("ase.neighborlist")
+    from ase.build import bulk
+
+    from benchmarks import atoms_potentials
+
+    arrays = atoms_potentials.workload_arrays("cu32")
+    atoms = bulk("Cu", "fcc", a=3.6, cubic=True) * (2, 2, 2)
+    atoms.rattle(stdev=0.05, seed=0)
+    i, j, vectors = ase_neighborlist.neighbor_list("ijD", atoms, atoms_potentials.CUTOFF)
+    assert len(arrays["positions"]) == 32
+    pairs = sorted(zip(arrays["senders"].tolist(), arrays["receivers"].tolist(), strict=True))
+    assert pairs == sorted(zip(i.tolist(), j.tolist(), strict=True))
+    torch = pytest.importorskip("torch")
+    data = atoms_potentials._torch_data(arrays, "mace", torch, (29,))
+    sender, receiver = data["edge_index"].numpy()
+    positions = data["positions"].numpy()
+    got = positions[receiver] - positions[sender] + data["shifts"].numpy()
+
+    def canonical(first, second, edge_vectors):  # a pair can repeat through periodic images
+        rounded = np.round(edge_vectors, 3)
+        return edge_vectors[np.lexsort((*rounded.T[::-1], second, first))]
+
+    np.testing.assert_allclose(canonical(sender, receiver, got), canonical(i, j, vectors),
+                               atol=1e-4)
+    assert atoms_potentials.mean_neighbors(arrays) == pytest.approx(len(i) / 32)
+
+
+def test_atoms_potentials_summary_takes_each_peer_at_its_best_and_gnkit_default_first():
+    from benchmarks import atoms_potentials
+
+    rows = {
+        "gnkit jit, default malloc": {"side": "gnkit", "malloc": "default", "best_s": 0.04},
+        "gnkit jit, tuned malloc": {"side": "gnkit", "malloc": "tuned", "best_s": 0.03},
+        "mace-torch eager, 1 thr": {"side": "mace-torch", "malloc": "default", "best_s": 0.12},
+        "mace-torch script, 2 thr": {"side": "mace-torch", "malloc": "default", "best_s": 0.09},
+    }
+    (entry,) = atoms_potentials.summarise(rows)
+    assert entry["peer_best_setting"] == "mace-torch script, 2 thr"
+    assert entry["gnkit_best_setting"] == "gnkit jit, tuned malloc"
+    assert entry["speedup_default"] == pytest.approx(0.09 / 0.04)
+    assert entry["speedup"] == pytest.approx(0.09 / 0.03)
+
+
+def test_atoms_potentials_quick_gnkit_run_writes_its_record(tmp_path, capsys):
+    from benchmarks import atoms_potentials
+
+    path = tmp_path / "atoms.json"
+    record = atoms_potentials.main(["--quick", "--no-peers", "--workloads", "aspirin2",
+                                    "--models", "mace", "--reps", "2", "--steps", "1",
+                                    "--malloc", "default", "--json", str(path)])
+    assert json.loads(path.read_text()) == json.loads(json.dumps(record))
+    (pair,) = record["pairs"]
+    assert (pair["n_graphs"], pair["n_atoms"]) == (2, 42)
+    (row,) = pair["rows"].values()
+    assert row["finite"] and row["calls"] == 2 and row["compiles_while_timed"] == 0
+    assert row["structures_per_s"] == pytest.approx(2 / row["best_s"])
+    assert row["params"] > 0 and row["peak_rss_mb"] >= row["rss_after_imports_mb"]
+    assert "mace on aspirin2" in capsys.readouterr().out
