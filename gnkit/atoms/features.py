@@ -181,7 +181,7 @@ def cosine_cutoff(distances: jax.Array, cutoff: float) -> jax.Array:
 
 
 def spherical_harmonics(vectors: jax.Array, max_l: int) -> e3nn.IrrepsArray:
-    """e3nn-jax's spherical harmonics of the edge directions, `l = 0 .. max_l`.
+    """e3nn-jax's spherical harmonics of the edge directions, degrees 0 to `max_l`.
 
     The vectors are normalised with `safe_norm` before e3nn-jax's polynomials are evaluated
     (`normalize=False`, component normalisation: each `l` block has squared norm `2l + 1`), so

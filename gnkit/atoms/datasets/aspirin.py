@@ -63,7 +63,7 @@ def load_aspirin(
       **graph_options: passed on to `gnkit.atoms.atoms_to_graphs` with a cutoff (`dtype`).
 
     Returns:
-      A list of `ase.Atoms`, or of single-graph `GraphsTuple`s.
+      A list of `ase.Atoms`, or of single-graph `GraphsTuple` graphs.
     """
     if split not in _SPLITS:
         raise ValueError(f"load_aspirin: split must be one of {_SPLITS}, got {split!r}.")
