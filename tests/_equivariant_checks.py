@@ -3,7 +3,8 @@
 `ModelChecks` holds one test per property: energy invariance and force / stress equivariance under
 a random rotation (proper and improper), translation and permutation; a lattice-equivalent cell;
 forces and stress against central differences (float64); padding in two buckets; the NNX twin;
-an atomic number the model does not know, named.
+an atomic number the model does not know, named; and, slow, float32 tolerances, finite training
+gradients on a padded batch and a small fit on rMD17 aspirin.
 A subclass names its linen model, NNX twin and sizes. All of a model's checks share one compiled
 energy / forces / stress function: every batch is padded to one bucket, and the padding check
 adds a second, so a model compiles twice, plus once for its twin's energies. Parameters are
@@ -12,6 +13,7 @@ made on the host, as compiling a model's `init` costs more than its checks. Grap
 Ångström past the model's cutoff, so the pairs beyond it are there and must do nothing.
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -22,7 +24,8 @@ from _atoms_graphs import batch_of, random_crystal, random_molecule
 from flax import nnx
 
 import gnkit as gn
-from gnkit.atoms.potential import energy_forces_stress, loss, structure_energies
+from gnkit.atoms.equivariant import average_num_neighbors
+from gnkit.atoms.potential import ScaleShift, energy_forces_stress, loss, structure_energies
 from gnkit.nnx import from_linen, to_linen_variables
 
 SPECIES = (1, 6, 8)
@@ -137,12 +140,54 @@ class Case:
         np.testing.assert_allclose(actual, expected, atol=atol * self.scale, rtol=rtol)
 
 
+def check_fit(linen_class, options, frames=4, steps=40, learning_rate=1e-2):
+    """A model of `options` fitted to the energies and forces of `frames` rMD17 aspirin frames
+    (scale / shift and E0s from the data) by `steps` Adam steps halves the loss."""
+    import optax
+
+    from gnkit.atoms.datasets import load_aspirin
+
+    structures = load_aspirin("train")[:frames]
+    for atoms in structures:
+        atoms.info["energy"] = atoms.get_potential_energy()
+        atoms.arrays["forces"] = atoms.get_forces()
+    batch = batch_of(structures, 4.0, dtype=np.float32)
+    scale_shift = ScaleShift.fit(batch, SPECIES)
+    if "avg_num_neighbors" in {field.name for field in dataclasses.fields(linen_class)}:
+        options = dict(options, avg_num_neighbors=average_num_neighbors(batch))
+    model = linen_class(SPECIES, 4.0, **options)
+    batch = as_jax(batch)
+    params = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
+    optimiser = optax.adam(learning_rate)
+
+    def objective(params):
+        energy_fn = lambda g: structure_energies(  # noqa: E731
+            scale_shift(model.apply(params, g), g.nodes["atomic_numbers"]), g)
+        return loss(energy_forces_stress(energy_fn, batch, stress=False), batch)
+
+    @jax.jit
+    def step(params, state):
+        value, grads = jax.value_and_grad(objective)(params)
+        updates, state = optimiser.update(grads, state)
+        return optax.apply_updates(params, updates), state, value
+
+    state = optimiser.init(params)
+    values = []
+    for _ in range(steps):
+        params, state, value = step(params, state)
+        values.append(float(value))
+    assert np.all(np.isfinite(values))
+    assert values[-1] < 0.5 * values[0], (values[0], values[-1])
+
+
 class ModelChecks:
-    """The shared tests; a subclass sets `linen_class`, `twin_class` and `options` (sizes)."""
+    """The shared tests; a subclass sets `linen_class`, `twin_class`, `options` (the checks'
+    sizes) and `fit_options` (the sizes of the slow fit)."""
 
     linen_class: type
     twin_class: type
     options: dict
+    fit_options: dict
     float64_tolerance = dict(atol=1e-11, rtol=1e-9)
     float32_tolerance = dict(atol=1e-5, rtol=1e-4)
 
@@ -267,6 +312,10 @@ class ModelChecks:
     def test_energy_invariant_forces_and_stress_equivariant_float32(self):
         self.check_symmetries(Case(self.module(), CUTOFF, dtype=np.float32),
                               self.float32_tolerance)
+
+    @pytest.mark.slow
+    def test_a_small_fit_on_aspirin_frames_lowers_the_loss(self):
+        check_fit(self.linen_class, self.fit_options)
 
     @pytest.mark.slow
     def test_a_padded_batch_trains_with_finite_parameter_gradients(self, case):
