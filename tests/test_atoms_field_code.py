@@ -7,7 +7,8 @@ sums atomic energies with `jraph.segment_sum`. Each model is built with a fixed 
 energies and forces on rMD17 aspirin frames and a rattled periodic silicon cell twice, in fresh
 processes: once with the real jraph, once with `import jraph` served by gnkit through the
 test-only shim `_jraph_shim`. The outputs must agree bit for bit: same XLA, same CPU, same
-operations, so any difference would be a difference in gnkit's jraph names.
+operations, so any difference would be a difference in gnkit's jraph names. The graph network's
+energies are also checked against jax-md's own dense implementation (no jraph), same weights.
 
 This file doubles as the worker: `python test_atoms_field_code.py {jraph,gnkit} OUT.npz` writes
 one process's outputs.
@@ -125,6 +126,13 @@ def _jax_md_outputs(backend: str) -> dict[str, np.ndarray]:
         assert type(graph).__module__.split(".")[0] == ("gnkit" if backend == "gnkit" else "jraph")
         outputs.update(_energies_and_forces(name, "graph_network", graph_energy, neighbors,
                                             positions))
+        # The same weights (same key) on jax-md's own dense graph network, which uses no jraph.
+        neighbor_fn, graph_energy = energy.graph_network_neighbor_list(
+            displacement, box, CUTOFF, SKIN, key=jax.random.PRNGKey(0), nodes=one_hot,
+            mlp_sizes=(16, 16), format=partition.Dense, **neighbor_kwargs,
+        )
+        outputs.update(_energies_and_forces(name, "dense_graph_network", graph_energy,
+                                            neighbor_fn.allocate(positions[0]), positions))
 
         neighbor_fn, init_fn, nequip_energy = energy.nequip_neighbor_list(
             displacement, box, nequip_config, atoms=one_hot, **neighbor_kwargs,
@@ -171,10 +179,16 @@ def test_jax_md_potentials_give_the_same_energies_and_forces_on_gnkit(tmp_path):
     with_jraph = _outputs_in_fresh_process("jraph", tmp_path)
     with_gnkit = _outputs_in_fresh_process("gnkit", tmp_path)
     assert sorted(with_gnkit) == sorted(with_jraph)
-    assert len(with_jraph) == 2 * 2 * 3  # (energy, forces) x (graph network, NequIP) x frames
+    assert len(with_jraph) == 2 * 3 * 3  # (energy, forces) x 3 models x 3 frames
     for key, expected in with_jraph.items():
         assert np.all(np.isfinite(expected)), key
         np.testing.assert_array_equal(with_gnkit[key], expected, err_msg=key)
+    # Energies against jax-md's own jraph-free dense network, as jax-md's energy_test.py compares
+    # them and at its tolerance. (Forces of the two paths differ by up to ~0.07 eV/Å on aspirin,
+    # with jraph as with gnkit, so that comparison belongs to jax-md, not here.)
+    for key in [key for key in with_gnkit if "/graph_network/energy" in key]:
+        dense = with_gnkit[key.replace("/graph_network/", "/dense_graph_network/")]
+        np.testing.assert_allclose(with_gnkit[key], dense, rtol=2e-4, atol=2e-4, err_msg=key)
     # Forces are not all zero: the comparison covers the gradient path through the graph ops.
     assert np.abs(with_jraph["silicon0/nequip/forces"]).max() > 1e-4
     assert np.abs(with_jraph["molecule0/graph_network/forces"]).max() > 1e-4
