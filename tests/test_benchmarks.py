@@ -312,6 +312,7 @@ def test_atoms_potentials_summary_takes_each_peer_at_its_best_and_gnkit_default_
     assert entry["speedup"] == pytest.approx(0.09 / 0.03)
 
 
+@pytest.mark.slow  # a worker process importing JAX and compiling MACE: minutes under load
 def test_atoms_potentials_quick_gnkit_run_writes_its_record(tmp_path, capsys):
     from benchmarks import atoms_potentials
 
