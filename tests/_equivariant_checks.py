@@ -94,8 +94,9 @@ def lattice_equivalent(atoms):
 class Case:
     """A model with host-drawn parameters and a crystal and a molecule to check it on.
 
-    `predict(structures)` pads the batch of `structures` (ASE Atoms with the atom and edge counts
-    of `structures`) into one bucket, so every call after the first reuses the compiled program.
+    `predict(structures)` pads the batch of `structures` (ASE Atoms with the case's atom and edge
+    counts: the case's structures moved, relabelled or re-celled) into one bucket, so every call
+    after the first reuses the compiled program.
     """
 
     def __init__(self, module, cutoff, dtype=np.float64, seed=0):
@@ -293,10 +294,13 @@ class ModelChecks:
         for converted, original in zip(jax.tree.leaves(back), jax.tree.leaves(case.params),
                                        strict=True):
             np.testing.assert_array_equal(converted, original)
-        built = nnx.eval_shape(lambda: self.twin_class(SPECIES, CUTOFF, rngs=nnx.Rngs(0),
+        built = nnx.eval_shape(lambda: self.twin_class(SPECIES, rngs=nnx.Rngs(0),
                                                        **self.options))
         assert (jax.tree.map(jnp.shape, built.linen_params())
                 == jax.tree.map(jnp.shape, case.params["params"]))
+        default_cutoff = {field.name: field.default
+                          for field in dataclasses.fields(self.linen_class)}["cutoff"]
+        assert built.linen_module.cutoff == default_cutoff != CUTOFF
 
     def test_an_atomic_number_the_model_does_not_know_is_named_with_its_structure(self, case):
         crystal, molecule = case.structures
