@@ -284,6 +284,8 @@ def test_guide_code_runs(page):
 def test_longer_guide_code_runs(page):
     namespace = run_page(page)
     if page == "guides/atoms.md":  # a potential trained in both APIs, the batches in two shapes
+        shown = re.search(r"^prints\n\n```text\n(.*?)^```", (DOCS / page).read_text(), re.S | re.M)
+        assert shown[1].splitlines() == namespace["errors"]  # the errors as the page shows them
         assert len(namespace["compiles"]) == 2 and len(namespace["losses"]) == 24
         assert namespace["losses"][-1] < namespace["losses"][0] / 4
         assert namespace["nnx_losses"][-1] < namespace["nnx_losses"][0] / 4
