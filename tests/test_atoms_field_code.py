@@ -4,11 +4,12 @@ jax-md (PyPI `jax-md`) builds its graph potentials on jraph: `partition.to_jraph
 neighbour list into a `jraph.GraphsTuple`, `energy.graph_network_neighbor_list` runs
 `jraph.GraphMapFeatures` and `jraph.GraphNetwork`, and NequIP (`energy.nequip_neighbor_list`)
 sums atomic energies with `jraph.segment_sum`. Each model is built with a fixed seed and gives
-energies and forces on rMD17 aspirin frames and a rattled periodic silicon cell twice, in fresh
-processes: once with the real jraph, once with `import jraph` served by gnkit through the
-test-only shim `_jraph_shim`. The outputs must agree bit for bit: same XLA, same CPU, same
-operations, so any difference would be a difference in gnkit's jraph names. The graph network's
-energies are also checked against jax-md's own dense implementation (no jraph), same weights.
+energies and forces on two of gnkit's shipped rMD17 aspirin frames and a rattled periodic silicon
+cell twice, in fresh processes: once with the real jraph, once with `import jraph` served by gnkit
+through the test-only shim `_jraph_shim`. The outputs must agree bit for bit: same XLA, same CPU,
+same operations, so any difference would be a difference in gnkit's jraph names. The graph
+network's energies are also checked against jax-md's own dense implementation (no jraph), same
+weights.
 
 This file doubles as the worker: `python test_atoms_field_code.py {jraph,gnkit} OUT.npz` writes
 one process's outputs.
@@ -28,7 +29,6 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-ASPIRIN = pathlib.Path("/work/shared/data/atoms/rmd17_aspirin_train.xyz.xz")
 # Species index of each element in the one-hot node features.
 SPECIES = {1: 0, 6: 1, 8: 2, 14: 3}
 CUTOFF = 2.6  # Å; below half the 5.43 Å silicon cell, as jax-md's minimum image needs
@@ -45,13 +45,10 @@ def _structures():
     import ase.build
     import ase.io
 
-    if ASPIRIN.exists():
-        with lzma.open(ASPIRIN, "rt") as stream:  # ase.io.read on the .xz itself is slow
-            molecules = ase.io.read(stream, index=":2", format="extxyz")
-    else:
-        molecules = [ase.build.molecule("CH3CH2OH") for _ in range(2)]
-        for seed, molecule in enumerate(molecules):
-            molecule.rattle(0.05, seed=seed)
+    from gnkit.atoms.datasets.aspirin import aspirin_path
+
+    with lzma.open(aspirin_path("train"), "rt") as stream:  # ase.io.read on the .xz is slow
+        molecules = ase.io.read(stream, index=":2", format="extxyz")
     silicon = ase.build.bulk("Si", "diamond", a=5.43, cubic=True)
     silicon.rattle(0.05, seed=0)
     return [("molecule", molecules, False), ("silicon", [silicon], True)]
