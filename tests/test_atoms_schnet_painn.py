@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 from _atoms_graphs import batch_of
-from _equivariant_checks import CUTOFF, SPECIES, ModelChecks, predictor
+from _equivariant_checks import CUTOFF, SPECIES, ModelChecks, as_jax, predictor, random_params
 from ase.build import molecule
 
 import gnkit as gn
@@ -27,10 +27,6 @@ class TestPaiNN(ModelChecks):
     linen_class, twin_class = atoms_nn.PaiNN, atoms_nnx.PaiNN
     options = dict(features=8, num_interactions=2, num_basis=6)
     fit_options = dict(features=32, num_interactions=2)
-
-
-def init(model, graph):
-    return jax.jit(model.init)(jax.random.key(0), graph)
 
 
 def pyg_schnet_with_our_weights(model, params, graph):
@@ -90,14 +86,12 @@ def test_schnet_equals_pytorch_geometrics_with_the_same_weights_and_edges():
         assert np.max(safe_norm(edge_vectors(graph))) < CUTOFF
         model = atoms_nn.SchNet(SPECIES, CUTOFF, features=16, num_filters=12,
                                 num_interactions=2, num_basis=7)
-        params = init(model, graph)
-        params = jax.tree.map(lambda leaf: leaf + 0.1 * np.random.default_rng(0).normal(
-            size=leaf.shape), params)  # nonzero biases
+        params = random_params(model, as_jax(graph))  # nonzero biases too
         result = predictor(model)(params, graph)
         pyg = pyg_schnet_with_our_weights(model, params, graph)
         positions = torch.tensor(np.asarray(graph.nodes["positions"]), requires_grad=True)
         numbers = torch.as_tensor(np.asarray(graph.nodes["atomic_numbers"]), dtype=torch.long)
-        batch = torch.as_tensor(np.asarray(gn.node_graph_index(graph)), dtype=torch.long)
+        batch = torch.as_tensor(np.array(gn.node_graph_index(graph)), dtype=torch.long)
         energies = pyg(numbers, positions, batch)[:, 0]
         (gradient,) = torch.autograd.grad(energies.sum(), positions)
     np.testing.assert_allclose(result["energy"], energies.detach().numpy(), rtol=1e-12)
