@@ -1,0 +1,204 @@
+"""gnkit.atoms.md against ASE's VelocityVerlet and LennardJones calculator, in float64."""
+
+import ase.io
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ase import Atoms, units
+from ase.build import bulk
+from ase.calculators.lj import LennardJones
+from ase.md.velocitydistribution import thermalize_momenta
+from ase.md.verlet import VelocityVerlet as AseVelocityVerlet
+
+from gnkit.atoms import md
+
+SIGMA, EPSILON, CUTOFF = 3.4, 0.0104, 6.0  # argon, in Å and eV
+SMOOTH_START = 0.66 * CUTOFF  # ASE's default ro
+
+
+CELL = 10.52 * np.eye(3)  # the argon crystal's cell (2 x 2 x 2 cubic cells of 5.26 Å)
+
+
+def lj_energy(positions, neighbors):
+    """ASE's smooth Lennard-Jones (`LennardJones(smooth=True)`) over the pairs, both directions,
+    in `CELL` (or without a cell: the shifts are then zero). One function, so the jitted chunks
+    compile once per setting across the tests."""
+    vectors = (
+        positions[neighbors.receivers] - positions[neighbors.senders]
+        + neighbors.shifts @ jnp.asarray(CELL)
+    )
+    mask = neighbors.pair_mask
+    r2 = jnp.where(mask, jnp.sum(vectors**2, axis=-1), 1.0)
+    c6 = (SIGMA**2 / r2) ** 3
+    rc2, ro2 = CUTOFF**2, SMOOTH_START**2
+    switch = jnp.where(
+        r2 < ro2, 1.0, jnp.where(r2 < rc2, (rc2 - r2) ** 2 * (rc2 + 2 * r2 - 3 * ro2)
+                                 / (rc2 - ro2) ** 3, 0.0)
+    )
+    pair = 4 * EPSILON * (c6**2 - c6) * switch
+    return 0.5 * jnp.sum(jnp.where(mask, pair, 0.0))
+
+
+def argon(temperature=40.0, seed=0, rattle=0.05):
+    atoms = bulk("Ar", "fcc", a=5.26, cubic=True).repeat(2)  # 32 atoms in CELL
+    atoms.rattle(rattle, seed=seed)
+    thermalize_momenta(atoms, temperature, rng=np.random.default_rng(seed))
+    return atoms
+
+
+def setup(atoms, skin=0.5, capacity=4096, seed=0):
+    settings = md.NeighborSettings(CUTOFF, skin, atoms.cell[:], atoms.pbc, capacity)
+    state = md.init_md_state(
+        atoms.positions, atoms.get_masses(), lj_energy, settings, momenta=atoms.get_momenta(),
+        seed=seed,
+    )
+    return settings, lj_energy, state
+
+
+def frames(state, energy_fn, integrator, settings, n_steps, write_every=1):
+    return md._jitted_chunk(
+        state, energy_fn, integrator, settings, n_steps // write_every, write_every
+    )
+
+
+def test_nve_matches_ase_velocity_verlet():
+    atoms = argon(temperature=60.0)
+    timestep = 5.0 * units.fs
+    with jax.enable_x64(True):
+        settings, energy_fn, state = setup(atoms)
+        ase_atoms = atoms.copy()
+        ase_atoms.calc = LennardJones(sigma=SIGMA, epsilon=EPSILON, rc=CUTOFF, smooth=True)
+        np.testing.assert_allclose(state.forces, ase_atoms.get_forces(), atol=1e-12)
+        np.testing.assert_allclose(state.energy, ase_atoms.get_potential_energy(), rtol=1e-12)
+        _, got = frames(state, energy_fn, md.VelocityVerlet(timestep), settings, 50)
+        dynamics = AseVelocityVerlet(ase_atoms, timestep=timestep)
+        for step in range(50):
+            dynamics.run(1)
+            np.testing.assert_allclose(got["positions"][step], ase_atoms.positions, atol=1e-10)
+            np.testing.assert_allclose(got["momenta"][step], ase_atoms.get_momenta(), atol=1e-10)
+            np.testing.assert_allclose(
+                got["energy"][step], ase_atoms.get_potential_energy(), rtol=1e-10
+            )
+
+
+def total_energy_error(atoms, timestep, n_steps):
+    """Max |E_total(t) - E_total(0)| per atom over `n_steps` of velocity Verlet."""
+    settings, energy_fn, state = setup(atoms)
+    start = float(state.energy + md.kinetic_energy(state.momenta, state.masses))
+    _, got = frames(state, energy_fn, md.VelocityVerlet(timestep), settings, n_steps)
+    kinetic = 0.5 * np.sum(got["momenta"] ** 2 / np.asarray(state.masses)[None, :, None], (1, 2))
+    return np.max(np.abs(np.asarray(got["energy"]) + kinetic - start)) / len(atoms)
+
+
+def test_nve_energy_conservation_second_order():
+    # Velocity Verlet is symplectic and second order: the total energy oscillates without drift
+    # with an amplitude ~ dt^2, so halving dt over the same 400 fs divides the error by ~4.
+    atoms = argon(temperature=40.0)
+    with jax.enable_x64(True):
+        coarse = total_energy_error(atoms, 2.0 * units.fs, 200)
+        fine = total_energy_error(atoms, 1.0 * units.fs, 400)
+    assert coarse < 1e-4  # eV/atom; kT at 40 K is 3.4e-3 eV
+    assert 3.0 < coarse / fine < 5.0
+
+
+def test_verlet_list_same_as_rebuilding_every_step():
+    atoms = argon(temperature=300.0)  # hot: atoms cross half the skin within the run
+    integrator = md.VelocityVerlet(5.0 * units.fs)
+    with jax.enable_x64(True):
+        settings, energy_fn, state = setup(atoms, skin=0.3)
+        skin_state, skin_frames = frames(state, energy_fn, integrator, settings, 100)
+        full_settings, _, full_state = setup(atoms, skin=0.0)
+        every_state, every_frames = frames(full_state, energy_fn, integrator, full_settings, 100)
+    np.testing.assert_allclose(skin_frames["positions"], every_frames["positions"], atol=1e-10)
+    np.testing.assert_allclose(skin_frames["momenta"], every_frames["momenta"], atol=1e-10)
+    assert 0 < int(skin_state.rebuilds) < 100
+    assert int(every_state.rebuilds) == 100  # a zero skin rebuilds after every move
+    assert not bool(skin_state.overflow)
+
+
+def test_overflow_grows_and_redoes_chunk():
+    integrator = md.VelocityVerlet(5.0 * units.fs)
+    with jax.enable_x64(True):
+        # a crystal whose first list is too small: grown before the first chunk
+        atoms = argon(temperature=60.0)
+        settings, energy_fn, small = setup(atoms, capacity=8)
+        assert bool(small.overflow)
+        grown, stats = md.run_md(small, energy_fn, 40, integrator, settings, chunk_steps=20)
+        _, _, large = setup(atoms, capacity=4096)
+        reference, _ = md.run_md(large, energy_fn, 40, integrator,
+                                 md.NeighborSettings(CUTOFF, 0.5, atoms.cell[:], True, 4096))
+        np.testing.assert_allclose(grown.positions, reference.positions, atol=1e-10)
+        n_pairs = int(grown.verlet.neighbors.n_pairs)
+        assert n_pairs <= stats.capacity and not bool(grown.overflow)
+        # two atoms 8 Å apart approach: the list at capacity 1 holds no pair at the start and
+        # overflows at a rebuild inside the chunk, which is then run again
+        pair = Atoms("Ar2", positions=[[0, 0, 0], [8.0, 0, 0]])
+        speed = 0.02  # Å per ASE time unit, ~1.5 Å over 200 steps of 5 fs
+        pair.set_velocities([[speed, 0, 0], [-speed, 0, 0]])
+        results = []
+        for capacity in (1, 64):
+            settings, energy_fn, state = setup(pair, skin=1.0, capacity=capacity)
+            assert int(state.verlet.neighbors.n_pairs) == 0
+            results.append(md.run_md(state, energy_fn, 200, integrator, settings,
+                                     chunk_steps=100))
+    (small_end, small_stats), (large_end, large_stats) = results
+    assert small_stats.redone_chunks >= 1 and large_stats.redone_chunks == 0
+    assert small_stats.capacity >= 2
+    assert int(small_end.verlet.neighbors.n_pairs) == 2
+    np.testing.assert_allclose(small_end.positions, large_end.positions, atol=1e-12)
+    np.testing.assert_allclose(small_end.momenta, large_end.momenta, atol=1e-12)
+
+
+def test_langevin_reproducible_with_seed():
+    atoms = argon(temperature=40.0)
+    integrator = md.Langevin(5.0 * units.fs, temperature=40.0, friction=0.02 / units.fs)
+    with jax.enable_x64(True):
+        ends = []
+        for seed in (3, 3, 4):
+            settings, energy_fn, state = setup(atoms, seed=seed)
+            ends.append(frames(state, energy_fn, integrator, settings, 20)[0].positions)
+    np.testing.assert_array_equal(ends[0], ends[1])
+    assert np.max(np.abs(ends[0] - ends[2])) > 1e-6
+
+
+@pytest.mark.slow
+def test_langevin_mean_temperature():
+    # 32 atoms: the instantaneous temperature has relative spread sqrt(2 / 96) = 0.14; with a
+    # 25 fs momentum relaxation time, 10 ps hold ~200 independent samples, so the mean is within
+    # ~1% of the target (1 sigma); BAOAB's kinetic bias at dt * omega ~ 0.06 is ~0.1%. 5% is
+    # ~5 sigma.
+    target = 60.0
+    atoms = argon(temperature=target)
+    integrator = md.Langevin(5.0 * units.fs, temperature=target, friction=0.04 / units.fs)
+    with jax.enable_x64(True):
+        settings, energy_fn, state = setup(atoms, seed=1)
+        state, _ = frames(state, energy_fn, integrator, settings, 200, write_every=200)
+        _, got = frames(state, energy_fn, integrator, settings, 2000)
+        masses = np.asarray(state.masses)
+        kinetic = 0.5 * np.sum(got["momenta"] ** 2 / masses[None, :, None], axis=(1, 2))
+    mean_temperature = np.mean(2 * kinetic / (3 * len(atoms) * units.kB))
+    assert abs(mean_temperature / target - 1) < 0.05
+
+
+def test_trajectory_reads_back(tmp_path):
+    atoms = argon(temperature=60.0)
+    path = tmp_path / "md.xyz"
+    with jax.enable_x64(True):
+        settings, energy_fn, state = setup(atoms)
+        integrator = md.VelocityVerlet(5.0 * units.fs)
+        state, stats = md.run_md(state, energy_fn, 30, integrator, settings, chunk_steps=10,
+                                 write_every=5, trajectory=path, atoms=atoms, progress=True)
+        ase_atoms = atoms.copy()
+        ase_atoms.calc = LennardJones(sigma=SIGMA, epsilon=EPSILON, rc=CUTOFF, smooth=True)
+        AseVelocityVerlet(ase_atoms, timestep=5.0 * units.fs).run(30)
+    images = ase.io.read(path, ":")
+    assert stats.frames == len(images) == 7
+    assert [image.info["step"] for image in images] == [0, 5, 10, 15, 20, 25, 30]
+    last = images[-1]
+    np.testing.assert_allclose(last.positions, ase_atoms.positions, atol=1e-8)
+    np.testing.assert_allclose(last.get_momenta(), ase_atoms.get_momenta(), atol=1e-8)
+    np.testing.assert_allclose(last.get_forces(), ase_atoms.get_forces(), atol=1e-8)
+    np.testing.assert_allclose(last.get_potential_energy(), ase_atoms.get_potential_energy(),
+                               rtol=1e-8)
+    np.testing.assert_allclose(images[0].positions, atoms.positions, atol=1e-8)
