@@ -16,6 +16,10 @@ imported by `import gnkit`.
 - `check_structure`, `StructureError`: NaN positions, zero-volume periodic cells, overlapping
   atoms, each named by structure and atom;
 - `Calculator`: an ASE calculator (energy, forces, stress) for a linen or NNX potential;
+- `run_md`, `md_chunk`, `init_md_state`, `MDState`, `MDStats`, `NeighborSettings`,
+  `VelocityVerlet`, `Langevin`, `model_energy_fn`, `positions_energy_fn`, `kinetic_energy`,
+  `kinetic_temperature` (`gnkit.atoms.md`): jitted NVE / Langevin NVT on the Verlet list, grown
+  on overflow, with an extended XYZ trajectory;
 - `load_aspirin`, `make_emt_dataset`, `write_emt_dataset` (`gnkit.atoms.datasets`): the shipped
   rMD17 aspirin frames and an EMT-labelled periodic Cu / Al set.
 """
@@ -36,6 +40,20 @@ from gnkit.atoms.device_neighbors import (  # noqa: E402
     grown_capacity,
     image_ranges,
 )
+from gnkit.atoms.md import (  # noqa: E402
+    Langevin,
+    MDState,
+    MDStats,
+    NeighborSettings,
+    VelocityVerlet,
+    init_md_state,
+    kinetic_energy,
+    kinetic_temperature,
+    md_chunk,
+    model_energy_fn,
+    positions_energy_fn,
+    run_md,
+)
 from gnkit.atoms.neighbor_list import Neighbors, neighbor_list  # noqa: E402
 from gnkit.atoms.structures import (  # noqa: E402
     atoms_bucket_policy,
@@ -54,8 +72,13 @@ __all__ = [
     "Calculator",
     "DeviceNeighbors",
     "GrowingNeighborList",
+    "Langevin",
+    "MDState",
+    "MDStats",
+    "NeighborSettings",
     "Neighbors",
     "StructureError",
+    "VelocityVerlet",
     "VerletList",
     "atoms_bucket_policy",
     "atoms_to_graph",
@@ -68,11 +91,18 @@ __all__ = [
     "graph_with_device_neighbors",
     "grown_capacity",
     "image_ranges",
+    "init_md_state",
+    "kinetic_energy",
+    "kinetic_temperature",
     "load_aspirin",
     "make_emt_dataset",
+    "md_chunk",
+    "model_energy_fn",
     "needs_rebuild",
     "neighbor_list",
+    "positions_energy_fn",
     "read_graphs",
+    "run_md",
     "verlet_neighbors",
     "write_emt_dataset",
 ]
