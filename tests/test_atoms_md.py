@@ -202,3 +202,27 @@ def test_trajectory_reads_back(tmp_path):
     np.testing.assert_allclose(last.get_potential_energy(), ase_atoms.get_potential_energy(),
                                rtol=1e-8)
     np.testing.assert_allclose(images[0].positions, atoms.positions, atol=1e-8)
+
+
+def test_model_energy_fn_matches_the_calculator():
+    # the MD graph (Verlet list pairs, one padding atom) against the calculator's graph (host
+    # neighbour list, bucket padding), whose forces are checked by finite differences elsewhere
+    from gnkit.atoms import Calculator, atoms_to_graph
+    from gnkit.atoms.nn import SchNet
+
+    model = SchNet(species=(18,), cutoff=5.0, features=8, num_filters=8, num_interactions=1,
+                   num_basis=8)
+    atoms = argon(temperature=60.0, rattle=0.2)
+    with jax.enable_x64(True):
+        settings = md.NeighborSettings(5.0, 0.5, atoms.cell[:], atoms.pbc, 4096)
+        graph = atoms_to_graph(atoms, 5.0, targets=(), dtype=np.float64)
+        variables = jax.tree.map(
+            lambda x: np.asarray(x, np.float64), model.init(jax.random.key(0), graph)
+        )
+        energy_fn = md.model_energy_fn(model, variables, atoms.numbers, atoms.cell[:], atoms.pbc)
+        state = md.init_md_state(atoms.positions, atoms.get_masses(), energy_fn, settings)
+        atoms.calc = Calculator(model, variables, dtype=np.float64)
+        np.testing.assert_allclose(state.energy, atoms.get_potential_energy(), rtol=1e-12)
+        np.testing.assert_allclose(state.forces, atoms.get_forces(), atol=1e-12)
+    assert np.abs(np.asarray(state.forces)).max() > 1e-6
+
