@@ -124,11 +124,11 @@ def test_overflow_grows_and_redoes_chunk():
         atoms = argon(temperature=60.0)
         settings, energy_fn, small = setup(atoms, capacity=8)
         assert bool(small.overflow)
-        grown, stats = md.run_md(small, energy_fn, 40, integrator, settings, chunk_steps=20)
-        _, _, large = setup(atoms, capacity=4096)
-        reference, _ = md.run_md(large, energy_fn, 40, integrator,
-                                 md.NeighborSettings(CUTOFF, 0.5, atoms.cell[:], True, 4096))
+        grown, stats = md.run_md(small, energy_fn, 50, integrator, settings, write_every=1)
+        large_settings, _, large = setup(atoms, capacity=4096)
+        reference = frames(large, energy_fn, integrator, large_settings, 50)[0]
         np.testing.assert_allclose(grown.positions, reference.positions, atol=1e-10)
+        np.testing.assert_allclose(grown.momenta, reference.momenta, atol=1e-10)
         n_pairs = int(grown.verlet.neighbors.n_pairs)
         assert n_pairs <= stats.capacity and not bool(grown.overflow)
         # two atoms 8 Å apart approach: the list at capacity 1 holds no pair at the start and

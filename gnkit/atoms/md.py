@@ -466,7 +466,8 @@ def run_md(
       atoms: the ASE `Atoms` giving symbols, cell and pbc to the frames (needed with
         `trajectory`).
       progress: show a progress bar (`gnkit.progress`) counting steps.
-      growth, multiple: `grown_capacity`'s headroom and rounding.
+      growth: `grown_capacity`'s headroom factor.
+      multiple: `grown_capacity`'s rounding (capacities are multiples of it).
 
     Returns:
       The final state and `MDStats`.
