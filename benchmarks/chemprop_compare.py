@@ -47,7 +47,8 @@ from gnkit import chem, tuning
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, steps_per_epoch, train_batches
-from gnkit.demos.molecules.training import errors, predict_rows
+from gnkit.demos.molecules.metrics import errors
+from gnkit.demos.molecules.training import predict_rows
 
 # The tools a row compares (a row's other keys are summaries of them).
 SIDES = ("gnkit", "gnkit_default", "chemprop")

@@ -9,14 +9,15 @@ that read these graphs are `gnkit.dmpnn` (functional) and `gnkit.nn.DMPNN` (Flax
   `gnkit.chem.features`;
 - `random_split`, `scaffold_split` (chemprop v2's, index for index), `read_splits_file`,
   `write_splits_file` (chemprop's `--splits-file` JSON);
-- `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped).
+- `load_dataset` (ESOL, FreeSolv, Lipophilicity from MoleculeNet, shipped), `read_csv` (one's
+  own CSV: a SMILES column, one target column per task, empty cells missing labels).
 """
 
 from gnkit.extras import import_optional
 
 import_optional("rdkit", "gnkit.chem")
 
-from gnkit.chem.datasets import MoleculeDataset, load_dataset  # noqa: E402
+from gnkit.chem.datasets import MoleculeDataset, load_dataset, read_csv  # noqa: E402
 from gnkit.chem.graphs import (  # noqa: E402
     InvalidSmilesError,
     MoleculeGraphs,
@@ -41,6 +42,7 @@ __all__ = [
     "murcko_scaffold",
     "parse_smiles",
     "random_split",
+    "read_csv",
     "read_splits_file",
     "scaffold_split",
     "smiles_to_graph",

@@ -1,8 +1,11 @@
-"""The MoleculeNet regression sets shipped with gnkit: ESOL, FreeSolv and Lipophilicity.
+"""The MoleculeNet regression sets shipped with gnkit (ESOL, FreeSolv, Lipophilicity) and a
+reader for any CSV of SMILES and targets.
 
 `load_dataset(name)` reads `gnkit/data/molecules/<file>.csv.xz` (sources and licences in
 `gnkit/data/molecules/SOURCES.md`): the SMILES strings and the measured target of each row, in
-the file's order (the order chemprop reads the same CSV in, so split indices agree). Host.
+the file's order (the order chemprop reads the same CSV in, so split indices agree).
+`read_csv(path, smiles_column, target_columns)` reads one's own file the same way, one target
+column per task, an empty cell a missing label (NaN). Host.
 """
 
 from __future__ import annotations
@@ -47,12 +50,15 @@ DATASETS = {
 
 @dataclasses.dataclass(frozen=True)
 class MoleculeDataset:
-    """One regression data set: `smiles` (one string per row), `targets` float64 `[rows]`."""
+    """One data set: `smiles` (one string per row), `targets` float64 `[rows]` (a shipped set)
+    or `[rows, tasks]` (`read_csv`, NaN where a label is missing), `tasks` the target columns'
+    names (empty for a shipped set: its `info.target_column`)."""
 
     name: str
     smiles: tuple[str, ...]
     targets: np.ndarray
-    info: DatasetInfo
+    info: DatasetInfo | None
+    tasks: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.smiles)
@@ -77,3 +83,59 @@ def load_dataset(name: str) -> MoleculeDataset:
     smiles = tuple(row[info.smiles_column] for row in rows)
     targets = np.asarray([float(row[info.target_column]) for row in rows], np.float64)
     return MoleculeDataset(name, smiles, targets, info)
+
+
+def _number(text: str, line: int, column: str, path: Path) -> float:
+    text = text.strip()
+    if not text:
+        return float("nan")
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(
+            f"{path} line {line}, column {column!r}: {text!r} is not a number (leave a missing "
+            "label empty)"
+        ) from None
+
+
+def read_csv(
+    path: str | Path, smiles_column: str = "smiles", target_columns: tuple[str, ...] = ()
+) -> MoleculeDataset:
+    """A CSV of SMILES and targets as a `MoleculeDataset` (targets `[rows, tasks]`). Host.
+
+    Args:
+      path: the CSV file (a header row, then one molecule a row, as chemprop reads it).
+      smiles_column: the column of SMILES strings.
+      target_columns: one column per task; empty: every column except `smiles_column`.
+
+    Returns:
+      The data set named by the file's stem; an empty cell is a missing label (NaN).
+
+    Raises:
+      KeyError: a named column is not in the header (the message lists the file's columns).
+      ValueError: a cell that is neither empty nor a number (naming its line and column), or a
+        file without data rows.
+    """
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file)
+        header = list(reader.fieldnames or [])
+        rows = list(reader)
+    targets = tuple(target_columns) or tuple(c for c in header if c != smiles_column)
+    for column in (smiles_column, *targets):
+        if column not in header:
+            raise KeyError(f"{path}: no column {column!r}; its columns: {', '.join(header)}")
+    if not targets:
+        raise ValueError(f"{path}: no target column beside {smiles_column!r}")
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
+    values = np.asarray(
+        [
+            [_number(row[column] or "", line, column, path) for column in targets]
+            for line, row in enumerate(rows, start=2)
+        ],
+        np.float64,
+    )
+    smiles = tuple(row[smiles_column] or "" for row in rows)
+    info = DatasetInfo(str(path), smiles_column, ",".join(targets), ", ".join(targets), "")
+    return MoleculeDataset(path.stem, smiles, values, info, targets)

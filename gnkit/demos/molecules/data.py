@@ -1,6 +1,7 @@
-"""The molecules demo's data: a shipped data set featurised once (cached in the run directory),
-one split per replicate (written as chemprop's `splits.json`), standardised targets, the GPS
-model's positional encodings (cached beside the graphs), and padded batches. Host NumPy."""
+"""The molecules demo's data: a shipped data set or one's own CSV (`own_csv`) featurised once
+(cached in the run directory), one split per replicate (written as chemprop's `splits.json`),
+standardised targets, the GPS model's positional encodings (cached beside the graphs), and
+padded batches. Host NumPy."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gnkit import experiments, positional
-from gnkit.demos.molecules.config import MoleculesConfig
+from gnkit.demos.molecules.config import SHIPPED_DATA, MoleculesConfig
 
 if TYPE_CHECKING:  # gnkit.chem needs the chem extra; the functions import it when they run
     from gnkit import chem
@@ -24,10 +25,12 @@ EDGE_BUCKET = 256
 
 @dataclasses.dataclass(frozen=True)
 class MoleculeData:
-    """A data set's molecules, targets `[M]`, graphs, one split per replicate seed, (with
-    descriptors) each replicate's training descriptors sorted by column (`descriptor_reference`,
-    `[n_train, D]`), the distribution that maps descriptors to [0, 1], and (model=gps) each
-    atom's positional encoding (`positional`, `[sum N, k]`, in the graphs' atom order)."""
+    """A data set's molecules, targets `[M, tasks]` (NaN: a missing label), graphs, one split
+    per replicate seed, (with descriptors) each replicate's training descriptors sorted by
+    column (`descriptor_reference`, `[n_train, D]`), the distribution that maps descriptors to
+    [0, 1], (model=gps) each atom's positional encoding (`positional`, `[sum N, k]`, in the
+    graphs' atom order), the `tasks`' names and the `task` kind (regression or
+    classification)."""
 
     dataset: chem.MoleculeDataset
     graphs: chem.MoleculeGraphs
@@ -35,16 +38,30 @@ class MoleculeData:
     splits: dict[int, chem.splits.Split]
     descriptor_reference: dict[int, np.ndarray] | None = None
     positional: np.ndarray | None = None
+    tasks: tuple[str, ...] = ("target",)
+    task: str = "regression"
+
+    @property
+    def classification(self) -> bool:
+        return self.task == "classification"
 
     @property
     def max_atoms(self) -> int:
         """The most atoms of any molecule (the GPS attention's bucket)."""
         return int(self.graphs.n_node.max())
 
-    def scaling(self, seed: int) -> tuple[float, float]:
-        """Mean and standard deviation of the training targets of replicate `seed`."""
+    def scaling(self, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation `[tasks]` (float32) of each task's known training labels
+        of replicate `seed` (classification: 0 and 1, labels are not scaled)."""
+        if self.classification:
+            return np.zeros(len(self.tasks), np.float32), np.ones(len(self.tasks), np.float32)
         train = self.targets[self.splits[seed]["train"]]
-        return float(train.mean()), float(train.std())
+        columns = [column[np.isfinite(column)] for column in train.T]
+        mean = [float(column.mean()) if len(column) else 0.0 for column in columns]
+        std = [float(column.std()) if len(column) > 1 else 1.0 for column in columns]
+        return np.asarray(mean, np.float32), np.where(np.asarray(std) > 0, std, 1.0).astype(
+            np.float32
+        )
 
 
 def _splits(config: MoleculesConfig, smiles) -> dict[int, chem.splits.Split]:
@@ -73,29 +90,39 @@ def load_data(config: MoleculesConfig, run_dir: experiments.RunDir, progress: bo
     """The data of a run: graphs cached under `run_dir/features/`, splits in
     `run_dir/splits.json` (chemprop's format, one entry per replicate, in seed order)."""
     from gnkit import chem
+    from gnkit.demos.molecules import own_csv
 
-    dataset = chem.load_dataset(config.data)
-    if config.max_molecules:
-        dataset = dataclasses.replace(
-            dataset,
-            smiles=dataset.smiles[: config.max_molecules],
-            targets=dataset.targets[: config.max_molecules],
+    if config.data not in SHIPPED_DATA:
+        dataset, graphs = own_csv.load(config, run_dir.file("features"), progress)
+    else:
+        dataset = _first_rows(chem.load_dataset(config.data), config.max_molecules)
+        graphs = chem.molecule_graphs(
+            dataset.smiles,
+            config.features,
+            descriptors=config.descriptors,
+            cache_dir=run_dir.file("features"),
+            progress=progress,
         )
-    graphs = chem.molecule_graphs(
-        dataset.smiles,
-        config.features,
-        descriptors=config.descriptors,
-        cache_dir=run_dir.file("features"),
-        progress=progress,
-    )
     splits = _splits(config, dataset.smiles)
     chem.write_splits_file(run_dir.file("splits.json"), list(splits.values()))
     return molecule_data(config, dataset, graphs, splits, cache_dir=run_dir.file("features"))
 
 
+def _first_rows(dataset, count: int):
+    """`dataset` cut to its first `count` rows (all of them for 0)."""
+    if not count:
+        return dataset
+    return dataclasses.replace(
+        dataset, smiles=dataset.smiles[:count], targets=dataset.targets[:count]
+    )
+
+
 def molecule_data(config: MoleculesConfig, dataset, graphs, splits, cache_dir=None):
     """`MoleculeData` of featurised `graphs` and `splits` (`{seed: split}`); with model=gps,
-    the positional encodings (kept in `cache_dir` when given)."""
+    the positional encodings (kept in `cache_dir` when given). The task is the dataset's own
+    (`own_csv.task_of`: given or inferred from its labels) for a CSV, else regression."""
+    from gnkit.demos.molecules import own_csv
+
     reference = None
     if config.descriptors:
         reference = {
@@ -104,7 +131,14 @@ def molecule_data(config: MoleculesConfig, dataset, graphs, splits, cache_dir=No
         }
     encodings = positional_encodings(config, graphs, cache_dir)
     targets = dataset.targets.astype(np.float32)
-    return MoleculeData(dataset, graphs, targets, splits, reference, encodings)
+    if targets.ndim == 1:
+        targets = targets[:, None]
+    if dataset.tasks:
+        tasks, task = dataset.tasks, own_csv.task_of(config, dataset)
+    else:
+        tasks = (dataset.info.target_column if dataset.info else "target",)
+        task = "regression"
+    return MoleculeData(dataset, graphs, targets, splits, reference, encodings, tasks, task)
 
 
 def positional_encodings(config: MoleculesConfig, graphs, cache_dir=None) -> np.ndarray | None:
@@ -173,7 +207,7 @@ def make_batch(
     Args:
       graphs: the `chem.MoleculeGraphs` the molecules are in.
       molecules: positions of the batch's molecules in `graphs`.
-      targets: `[M]`, one target per molecule of `graphs`.
+      targets: `[M]` or `[M, tasks]`, the targets of each molecule of `graphs` (NaN: missing).
       n_graph: graphs of the padded batch (one more than the molecules at least).
       reference: the sorted training descriptors (`MoleculeData.descriptor_reference`), or None.
       encodings: `[sum N, k]` positional encodings of the atoms of `graphs`, or None.
@@ -183,20 +217,25 @@ def make_batch(
     Returns:
       `graph` (padded to bucketed sizes and `n_graph` graphs; globals the descriptors through
       `empirical_cdf(reference, .)`, or zeros `[n_graph, 1]` without a reference), `targets`
-      `[n_graph]` (0 on padding), `mask` `[n_graph]` and, with `encodings`, `positional`
+      `[n_graph]` or `[n_graph, tasks]` as `targets` (0 on padding and missing labels), `mask`
+      of the same shape (true on the real molecules' known labels) and, with `encodings`,
+      `positional`
       `[n_node, k]` (the batch's atoms in order, 0 on padding).
     """
     molecules = np.asarray(molecules, np.int64)
     n_node = _round_up(int(graphs.n_node[molecules].sum()) + 1, NODE_BUCKET)
     n_edge = _round_up(int(graphs.n_edge[molecules].sum()) + 2, EDGE_BUCKET)
-    padded = np.zeros(n_graph, np.float32)
+    padded = np.zeros((n_graph, *targets.shape[1:]), np.float32)
     padded[: len(molecules)] = targets[molecules]
+    mask = (np.arange(n_graph) < len(molecules)).reshape(-1, *[1] * (targets.ndim - 1))
+    mask = mask & np.isfinite(padded)
+    padded = np.where(mask, padded, 0.0).astype(np.float32)
     graph = graphs.padded_batch(molecules, n_node, n_edge, n_graph)
     if reference is None:
         graph = graph._replace(globals=np.zeros((n_graph, 1), np.float32))
     else:
         graph = graph._replace(globals=empirical_cdf(reference, graph.globals))
-    batch = {"graph": graph, "targets": padded, "mask": np.arange(n_graph) < len(molecules)}
+    batch = {"graph": graph, "targets": padded, "mask": mask}
     if encodings is not None:
         counts = graphs.n_node[molecules]
         starts = graphs.node_offsets[molecules]

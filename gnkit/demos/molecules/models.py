@@ -1,5 +1,6 @@
 """The molecules demo's models: an encoder (D-MPNN, GINE, GCN, GAT or GPS), a readout over
-atoms, an FFN to one target; the loss, the optimiser and the jitted train and predict steps."""
+atoms, an FFN to one output per task; the loss, the optimiser and the jitted train and predict
+steps."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class AtomEmbedding(nn.Module):
 
 
 class MoleculeModel(nn.Module):
-    """Graph `->` one prediction per graph `[G]` (in standardised target units). Jittable.
+    """Graph `->` one prediction per graph `[G]` (in standardised target units, or a logit for
+    classification), or `[G, tasks]` for several `tasks`. Jittable.
 
     `dmpnn`: chemprop's D-MPNN (`gnkit.nn.DMPNN`) on the float features. `gine`, `gcn`, `gat`:
     atoms (and, for GINE, bonds) embedded to `hidden_size`, then `depth` layers with ReLU
@@ -40,11 +42,12 @@ class MoleculeModel(nn.Module):
     Laplacian encodings' random signs are drawn on the host, `data.train_batches`); attention
     slots for `max_atoms` atoms a molecule. Then the `readout` over atoms, with `descriptors`
     the graph's globals (the normalised descriptors) beside it, and an MLP of `ffn_layers`
-    layers of `ffn_hidden_size` to one output, as chemprop's FFN.
+    layers of `ffn_hidden_size` to one output per task, as chemprop's FFN.
     """
 
     config: MoleculesConfig
     max_atoms: int = 0
+    tasks: int = 1
 
     @nn.compact
     def __call__(self, graph: GraphsTuple, positional: jax.Array | None = None) -> jax.Array:
@@ -75,8 +78,9 @@ class MoleculeModel(nn.Module):
         pooled = graph_readout(graph, config.readout)
         if config.descriptors:
             pooled = jnp.concatenate([pooled, graph.globals], axis=-1)
-        head = MLP((config.ffn_hidden_size,) * config.ffn_layers + (1,), name="ffn")
-        return head(pooled)[:, 0]
+        head = MLP((config.ffn_hidden_size,) * config.ffn_layers + (self.tasks,), name="ffn")
+        outputs = head(pooled)
+        return outputs[:, 0] if self.tasks == 1 else outputs
 
     def _gps(self, graph: GraphsTuple, positional: jax.Array | None) -> GraphsTuple:
         config = self.config
@@ -107,10 +111,12 @@ class MoleculeModel(nn.Module):
         return gps(graph, laplacian_pe=positional)
 
 
-def init_params(config: MoleculesConfig, example: dict, seed: int, max_atoms: int = 0):
+def init_params(
+    config: MoleculesConfig, example: dict, seed: int, max_atoms: int = 0, tasks: int = 1
+):
     """Initial parameters of replicate `seed` for batches shaped like `example` (`max_atoms`:
-    the GPS attention's bucket, see `MoleculeModel`)."""
-    model = MoleculeModel(config, max_atoms)
+    the GPS attention's bucket, see `MoleculeModel`; `tasks` outputs)."""
+    model = MoleculeModel(config, max_atoms, tasks)
     return model.init(jax.random.PRNGKey(seed), example["graph"], example.get("positional"))
 
 
@@ -126,24 +132,41 @@ def optimizer(config: MoleculesConfig, per_epoch: int) -> optax.GradientTransfor
     return optax.adam(optax.join_schedules([rise, decay], [warmup]))
 
 
-def make_loss(config: MoleculesConfig, max_atoms: int = 0):
-    """`loss_fn(params, batch) -> (loss, {})`: the mean squared error over the batch's real
-    molecules (standardised targets). Jittable."""
-    model = MoleculeModel(config, max_atoms)
+def masked_loss(outputs, targets, mask, classification: bool = False):
+    """The mean over the known labels (`mask`) of the squared error of `outputs` (standardised
+    targets) or, for `classification`, of the binary cross-entropy of the logits `outputs`
+    against labels 0 / 1, as chemprop's (each known label weighs the same). All `[G, tasks]`
+    (or `[G]`). Jittable."""
+    if classification:
+        per_label = optax.sigmoid_binary_cross_entropy(outputs, targets)
+    else:
+        per_label = (outputs - targets) ** 2
+    return jnp.sum(jnp.where(mask, per_label, 0.0)) / jnp.maximum(mask.sum(), 1)
+
+
+def make_loss(
+    config: MoleculesConfig, max_atoms: int = 0, tasks: int = 1, classification: bool = False
+):
+    """`loss_fn(params, batch) -> (loss, {})`: `masked_loss` over the batch's real molecules'
+    known labels (`batch["mask"]`, `[G]` or `[G, tasks]`). Jittable."""
+    model = MoleculeModel(config, max_atoms, tasks)
 
     def loss_fn(params, batch):
-        predictions = model.apply(params, batch["graph"], batch.get("positional"))
-        mask = batch["mask"]
-        errors = jnp.where(mask, predictions - batch["targets"], 0.0)
-        return jnp.sum(errors**2) / jnp.maximum(mask.sum(), 1), {}
+        outputs = model.apply(params, batch["graph"], batch.get("positional"))
+        outputs = outputs.reshape(outputs.shape[0], -1)
+        targets = batch["targets"].reshape(outputs.shape)
+        mask = batch["mask"].reshape(outputs.shape)
+        return masked_loss(outputs, targets, mask, classification), {}
 
     return loss_fn
 
 
-def make_train_step(config: MoleculesConfig, tx: optax.GradientTransformation, max_atoms=0):
+def make_train_step(
+    config: MoleculesConfig, tx: optax.GradientTransformation, max_atoms=0, tasks: int = 1
+):
     """Jitted `step(params, opt_state, batch) -> (params, opt_state, {"loss"})` of `make_loss`
-    and `tx`."""
-    loss_fn = make_loss(config, max_atoms)
+    (regression) and `tx`."""
+    loss_fn = make_loss(config, max_atoms, tasks)
 
     @jax.jit
     def step(params, opt_state, batch):
@@ -154,14 +177,16 @@ def make_train_step(config: MoleculesConfig, tx: optax.GradientTransformation, m
     return step
 
 
-def make_predict(config: MoleculesConfig, max_atoms: int = 0):
-    """Jitted `predict(params, graph, positional=None) -> [G]` standardised predictions
-    (padding graphs masked to 0; `positional` `[N, k]` for model=gps)."""
-    model = MoleculeModel(config, max_atoms)
+def make_predict(config: MoleculesConfig, max_atoms: int = 0, tasks: int = 1):
+    """Jitted `predict(params, graph, positional=None) -> [G]` (`[G, tasks]` for several)
+    standardised predictions or logits (padding graphs masked to 0; `positional` `[N, k]` for
+    model=gps)."""
+    model = MoleculeModel(config, max_atoms, tasks)
 
     @jax.jit
     def predict(params, graph, positional=None):
         outputs = model.apply(params, graph, positional)
-        return jnp.where(get_graph_padding_mask(graph), outputs, 0.0)
+        real = get_graph_padding_mask(graph).reshape(-1, *[1] * (outputs.ndim - 1))
+        return jnp.where(real, outputs, 0.0)
 
     return predict

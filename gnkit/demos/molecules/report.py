@@ -1,5 +1,6 @@
-"""The molecules demo's report: per-replicate and mean +- std test RMSE and MAE, a parity plot
-of the test predictions and the learning curves. Host."""
+"""The molecules demo's report: per-replicate and mean +- std test RMSE and MAE (classification:
+AUROC and PRC-AUC), each the mean over the tasks, per task too when there are several; a parity
+plot of the test predictions (regression) and the learning curves. Host."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from gnkit import experiments
 from gnkit import train as training
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.data import steps_per_epoch
-from gnkit.demos.molecules.training import errors, predict_rows, replicate_name
+from gnkit.demos.molecules.metrics import mean_metrics, metric_names, task_metrics
+from gnkit.demos.molecules.training import predict_rows, replicate_name
 
 # MoleculeNet's best published test RMSE on random 80/10/10 splits (Wu et al. 2018, Table 8).
 MOLECULENET_BEST = {"esol": 0.58, "freesolv": 1.15, "lipophilicity": 0.655}
 
 
-def curves(run_dir: experiments.RunDir, seed: int, per_epoch: int) -> dict[str, list[float]]:
-    """Replicate `seed`'s learning curves by epoch: training loss (standardised MSE, the epoch
-    mean) and validation RMSE, and its CPU-minutes so far."""
+def curves(
+    run_dir: experiments.RunDir, seed: int, per_epoch: int, metric: str = "rmse"
+) -> dict[str, list[float]]:
+    """Replicate `seed`'s learning curves by epoch: training loss (the epoch mean) and the
+    validation `metric` (as `val_metric`), and its CPU-minutes so far."""
     path = run_dir.path / f"metrics_{replicate_name(seed)}.jsonl"
     records = training.read_metrics(path) if path.exists() else []
     train = [r for r in records if r["kind"] == "train"]
@@ -29,7 +33,7 @@ def curves(run_dir: experiments.RunDir, seed: int, per_epoch: int) -> dict[str, 
         "train_epoch": [r["step"] / per_epoch for r in train],
         "train_loss": [r["loss"] for r in train],
         "val_epoch": [r["step"] / per_epoch for r in valid],
-        "val_rmse": [r["val_rmse"] for r in valid],
+        "val_metric": [r[f"val_{metric}"] for r in valid],
         "cpu_minutes": records[-1]["cpu_minutes"] if records else 0.0,
     }
 
@@ -48,18 +52,18 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
     Returns:
       The results dict (also the verb's `--json`).
     """
-    predict = models.make_predict(config, data.max_atoms)
-    per_seed, parity, learning = {}, {}, {}
+    names = metric_names(data.task)
+    predict = models.make_predict(config, data.max_atoms, len(data.tasks))
+    per_seed, per_task, parity, learning = {}, {}, {}, {}
     for seed in config.replicate_seeds:
         state = states[replicate_name(seed)]
         test = data.splits[seed]["test"]
         predictions = predict_rows(config, predict, state.params, data, seed, test)
         per_epoch = steps_per_epoch(len(data.splits[seed]["train"]), config.batch_size)
-        learning[seed] = curves(run_dir, seed, per_epoch)
+        learning[seed] = curves(run_dir, seed, per_epoch, names[0])
+        per_task[seed] = task_metrics(predictions, data.targets[test], data.task)
         per_seed[seed] = {
-            **{
-                f"test_{k}": round(v, 4) for k, v in errors(predictions, data.targets[test]).items()
-            },
+            **{f"test_{k}": round(v, 4) for k, v in mean_metrics(per_task[seed]).items()},
             "best_epoch": int(state.step) // per_epoch,
             "cpu_minutes": round(learning[seed]["cpu_minutes"], 2),
             "sizes": [len(data.splits[seed][part]) for part in ("train", "val", "test")],
@@ -69,48 +73,89 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
         "data": config.data,
         "split": "file " + config.splits_file if config.splits_file else config.split,
         "model": config.model,
+        "task": data.task,
         "seeds": {str(seed): entry for seed, entry in per_seed.items()},
     }
-    for metric in ("test_rmse", "test_mae"):
-        values = np.array([entry[metric] for entry in per_seed.values()])
-        results[metric] = {
-            "mean": round(float(values.mean()), 4),
-            "std": round(float(values.std()), 4),
+    for metric in names:
+        results[f"test_{metric}"] = _spread([e[f"test_{metric}"] for e in per_seed.values()])
+    if len(data.tasks) > 1:
+        results["tasks"] = {
+            task: {
+                f"test_{metric}": _spread(
+                    [entries[column][metric] for entries in per_task.values()]
+                )
+                for metric in names
+            }
+            for column, task in enumerate(data.tasks)
         }
     results["cpu_minutes"] = round(sum(entry["cpu_minutes"] for entry in per_seed.values()), 2)
-    results["moleculenet_best_random_split_rmse"] = MOLECULENET_BEST[config.data]
-    print(format_table(results, data.dataset.info.unit))
+    if config.data in MOLECULENET_BEST:
+        results["moleculenet_best_random_split_rmse"] = MOLECULENET_BEST[config.data]
+    print(format_table(results, data.dataset.info.unit if data.dataset.info else ""))
     figures = {}
     parity_path = options.plot_path(run_dir, "parity.png")
-    if parity_path is not None:
+    if parity_path is not None and not data.classification:
         figures["parity"] = str(plot_parity(parity, results, data.dataset.info, parity_path))
     curves_path = options.plot_path(run_dir, "curves.png", main=False)
     if curves_path is not None:
-        figures["curves"] = str(plot_curves(learning, curves_path))
+        figures["curves"] = str(plot_curves(learning, curves_path, names[0]))
     results["figures"] = figures
     return results
 
 
+def _spread(values) -> dict[str, float]:
+    """Mean and population std over the seeds, of the seeds where the metric is defined."""
+    values = np.array(values, np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return {"mean": float("nan"), "std": float("nan")}
+    return {"mean": round(float(values.mean()), 4), "std": round(float(values.std()), 4)}
+
+
+_LABELS = {"rmse": "RMSE", "mae": "MAE", "auroc": "AUROC", "prc_auc": "PRC-AUC"}
+
+
 def format_table(results: dict[str, Any], unit: str) -> str:
-    """Per-seed test RMSE and MAE, then mean +- std (population std over the seeds)."""
+    """Per-seed test metrics (RMSE and MAE, or AUROC and PRC-AUC; the mean over the tasks), then
+    mean +- std (population std over the seeds), then each task's with several tasks."""
+    names = [key.removeprefix("test_") for key in results if key.startswith("test_")]
+    labels = [_LABELS[name] for name in names]
+    where = f"test, {unit}" if unit else "test"
     lines = [
-        f"{results['model']} on {results['data']}, {results['split']} split (test, {unit})",
-        f"{'seed':>6}{'RMSE':>9}{'MAE':>9}{'best epoch':>12}{'CPU min':>9}",
+        f"{results['model']} on {results['data']}, {results['split']} split ({where})",
+        f"{'seed':>6}"
+        + "".join(f"{label:>9}" for label in labels)
+        + f"{'best epoch':>12}{'CPU min':>9}",
     ]
     for seed, entry in results["seeds"].items():
         lines.append(
-            f"{seed:>6}{entry['test_rmse']:>9.3f}{entry['test_mae']:>9.3f}"
-            f"{entry['best_epoch']:>12}{entry['cpu_minutes']:>9.1f}"
+            f"{seed:>6}"
+            + "".join(f"{entry[f'test_{name}']:>9.3f}" for name in names)
+            + f"{entry['best_epoch']:>12}{entry['cpu_minutes']:>9.1f}"
         )
-    rmse, mae = results["test_rmse"], results["test_mae"]
+    spreads = [results[f"test_{name}"] for name in names]
     lines.append(
-        f"{'mean':>6}{rmse['mean']:>9.3f}{mae['mean']:>9.3f}   RMSE {rmse['mean']:.3f} +- "
-        f"{rmse['std']:.3f}, MAE {mae['mean']:.3f} +- {mae['std']:.3f}"
+        f"{'mean':>6}"
+        + "".join(f"{spread['mean']:>9.3f}" for spread in spreads)
+        + "   "
+        + ", ".join(
+            f"{label} {spread['mean']:.3f} +- {spread['std']:.3f}"
+            for label, spread in zip(labels, spreads, strict=True)
+        )
     )
-    lines.append(
-        f"MoleculeNet's best published RMSE (random split): "
-        f"{results['moleculenet_best_random_split_rmse']}"
-    )
+    for task, entry in results.get("tasks", {}).items():
+        lines.append(
+            f"  {task}: "
+            + ", ".join(
+                f"{label} {entry[f'test_{name}']['mean']:.3f} +- {entry[f'test_{name}']['std']:.3f}"
+                for label, name in zip(labels, names, strict=True)
+            )
+        )
+    if "moleculenet_best_random_split_rmse" in results:
+        lines.append(
+            f"MoleculeNet's best published RMSE (random split): "
+            f"{results['moleculenet_best_random_split_rmse']}"
+        )
     return "\n".join(lines)
 
 
@@ -120,11 +165,12 @@ def plot_parity(parity: dict, results: dict, info, path: Path) -> Path:
     figure, ax = plt.subplots(figsize=(4.4, 4.2), layout="constrained")
     for seed, (measured, predicted) in parity.items():
         ax.scatter(measured, predicted, s=9, alpha=0.6, label=f"seed {seed}")
-    values = np.concatenate([np.concatenate(pair) for pair in parity.values()])
-    low, high = float(values.min()), float(values.max())
+    values = np.concatenate([np.concatenate(pair).ravel() for pair in parity.values()])
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
     ax.plot([low, high], [low, high], color="black", linewidth=0.8)
-    ax.set_xlabel(f"measured {info.target} ({info.unit})")
-    ax.set_ylabel(f"predicted ({info.unit})")
+    unit = f" ({info.unit})" if info and info.unit else ""
+    ax.set_xlabel(f"measured {info.target if info else 'target'}{unit}")
+    ax.set_ylabel(f"predicted{unit}")
     rmse = results["test_rmse"]
     ax.set_title(
         f"{results['model']}, {results['data']} {results['split']}: "
@@ -135,17 +181,17 @@ def plot_parity(parity: dict, results: dict, info, path: Path) -> Path:
     return experiments.save_figure(figure, path)
 
 
-def plot_curves(learning: dict, path: Path) -> Path:
-    """Training loss and validation RMSE against epochs, one line per replicate."""
+def plot_curves(learning: dict, path: Path, metric: str = "rmse") -> Path:
+    """Training loss and the validation `metric` against epochs, one line per replicate."""
     plt = experiments.pyplot()
     figure, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained")
     for seed, curve in learning.items():
         left.plot(curve["train_epoch"], curve["train_loss"], label=f"seed {seed}")
-        right.plot(curve["val_epoch"], curve["val_rmse"], label=f"seed {seed}")
+        right.plot(curve["val_epoch"], curve["val_metric"], label=f"seed {seed}")
     left.set_xlabel("epoch")
-    left.set_ylabel("training loss (standardised MSE)")
+    left.set_ylabel("training loss" + (" (BCE)" if metric == "auroc" else " (standardised MSE)"))
     left.set_yscale("log")
     right.set_xlabel("epoch")
-    right.set_ylabel("validation RMSE")
+    right.set_ylabel(f"validation {_LABELS[metric]}")
     right.legend(fontsize=7)
     return experiments.save_figure(figure, path)

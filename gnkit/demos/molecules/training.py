@@ -1,6 +1,7 @@
 """How a replicate trains and predicts on the comparison runner: its view of the run
 (`Replicate`: its seed and its epoch length), initialisation, loss, chemprop's schedule, its
-batches and its validation RMSE. Host drivers around jitted steps."""
+batches and its validation metrics (RMSE, or AUROC for classification). Host drivers around
+jitted steps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from gnkit.demos.molecules import models
+from gnkit.demos.molecules import metrics, models
 from gnkit.demos.molecules.config import MoleculesConfig
 from gnkit.demos.molecules.data import MoleculeData, eval_batches, steps_per_epoch, train_batches
 
@@ -49,12 +50,13 @@ def replicate(config: MoleculesConfig, data: MoleculeData, name: str) -> Replica
 def init(name: str, run: Replicate, data: MoleculeData):
     """The replicate's initial parameters, from its seed."""
     example = train_batches(run.config, data, run.seed)(0)
-    return models.init_params(run.config, example, run.seed, data.max_atoms)
+    return models.init_params(run.config, example, run.seed, data.max_atoms, len(data.tasks))
 
 
 def loss(name: str, run: Replicate, data: MoleculeData):
-    """`(params, batch) -> (loss, {})`, the standardised mean squared error. Jittable."""
-    return models.make_loss(run.config, data.max_atoms)
+    """`(params, batch) -> (loss, {})`, the standardised mean squared error (classification:
+    binary cross-entropy) over the known labels. Jittable."""
+    return models.make_loss(run.config, data.max_atoms, len(data.tasks), data.classification)
 
 
 def optimizer(run: Replicate):
@@ -70,9 +72,9 @@ def make_batch(name: str, run: Replicate, data: MoleculeData):
 def predict_rows(
     config, predict, params, data: MoleculeData, seed: int, rows, graphs=None, encodings=None
 ):
-    """Replicate `seed`'s predictions `[len(rows)]` in target units for the molecules at
-    positions `rows` of `graphs` (default: the data set's own, with its encodings; other
-    graphs with their `encodings` for model=gps)."""
+    """Replicate `seed`'s predictions `[len(rows), tasks]` in target units (classification:
+    probabilities) for the molecules at positions `rows` of `graphs` (default: the data set's
+    own, with its encodings; other graphs with their `encodings` for model=gps)."""
     if graphs is None:
         graphs, encodings = data.graphs, data.positional
     mean, std = data.scaling(seed)
@@ -81,26 +83,27 @@ def predict_rows(
         np.asarray(predict(params, batch["graph"], batch.get("positional")))[: len(chunk)]
         for chunk, batch in eval_batches(config, graphs, rows, reference, encodings)
     ]
-    return np.concatenate(outputs) * std + mean
-
-
-def errors(predictions: np.ndarray, targets: np.ndarray) -> dict[str, float]:
-    """RMSE and MAE of `predictions` against `targets`."""
-    difference = predictions - targets
-    return {
-        "rmse": float(np.sqrt(np.mean(difference**2))),
-        "mae": float(np.mean(np.abs(difference))),
-    }
+    outputs = np.concatenate(outputs).reshape(len(rows), -1)
+    if data.classification:
+        return 1.0 / (1.0 + np.exp(-outputs.astype(np.float64)))
+    return outputs * std + mean
 
 
 def validate(name: str, run: Replicate, data: MoleculeData):
-    """`params -> metrics`: validation RMSE and MAE in target units, score minus the RMSE."""
-    predict = models.make_predict(run.config, data.max_atoms)
+    """`params -> metrics`: the validation metrics (`metrics.metric_names`) in target units,
+    each the mean over the tasks; score minus the RMSE, or the AUROC (-inf where no task's
+    validation labels hold both classes)."""
+    predict = models.make_predict(run.config, data.max_atoms, len(data.tasks))
     valid = data.splits[run.seed]["val"]
+    first = metrics.metric_names(data.task)[0]
 
     def evaluate(params):
         predictions = predict_rows(run.config, predict, params, data, run.seed, valid)
-        metrics = errors(predictions, data.targets[valid])
-        return {"val_rmse": metrics["rmse"], "val_mae": metrics["mae"], "score": -metrics["rmse"]}
+        means = metrics.mean_metrics(
+            metrics.task_metrics(predictions, data.targets[valid], data.task)
+        )
+        score = means[first] if data.classification else -means[first]
+        score = score if np.isfinite(score) else -np.inf
+        return {**{f"val_{k}": v for k, v in means.items()}, "score": score}
 
     return evaluate
