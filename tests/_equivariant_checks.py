@@ -227,7 +227,7 @@ class ModelChecks:
         for name in ("energy", "forces", "stress"):
             case.assert_close(result[name], case.reference[name], **self.float64_tolerance)
 
-    def test_forces_and_stress_are_central_differences_of_the_energy(self, case, step=1e-4):
+    def test_forces_and_stress_are_central_differences_of_the_energy(self, case, step=1e-5):
         graph = case.padded(case.structures)
         positions = np.asarray(graph.nodes["positions"])
         cell = np.asarray(graph.globals["cell"])

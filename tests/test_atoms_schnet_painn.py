@@ -19,13 +19,13 @@ from gnkit.atoms.features import edge_vectors, safe_norm
 
 class TestSchNet(ModelChecks):
     linen_class, twin_class = atoms_nn.SchNet, atoms_nnx.SchNet
-    options = dict(features=8, num_filters=8, num_interactions=2, num_basis=6)
+    options = dict(features=8, num_filters=8, num_interactions=1, num_basis=6)
     fit_options = dict(features=32, num_interactions=2)
 
 
 class TestPaiNN(ModelChecks):
     linen_class, twin_class = atoms_nn.PaiNN, atoms_nnx.PaiNN
-    options = dict(features=8, num_interactions=2, num_basis=6)
+    options = dict(features=8, num_interactions=1, num_basis=6)
     fit_options = dict(features=32, num_interactions=2)
 
 
