@@ -97,6 +97,8 @@ def test_multitask_classification_trains_on_a_splits_file_and_predicts_a_csv(tmp
     records = [json.loads(line) for line in (run / "metrics_seed0.jsonl").read_text().split("\n")
                if line]  # fmt: skip
     assert all("val_auroc" in r for r in records if r["kind"] == "eval")
+    evaluated = experiments.run_verb(DEMO, "eval", None, run, progress=False)
+    assert evaluated["seeds"]["0"]["test_auroc"] == results["seeds"]["0"]["test_auroc"]
 
     new = _write(
         tmp_path / "new.csv", ["id", "mol"], [["a", "CCO"], ["b", "C1CC("], ["c", "c1ccccc1O"]]

@@ -59,7 +59,9 @@ def predict(config, run_dir: experiments.RunDir, options: experiments.Options) -
     prediction for each string, and their mean."""
     flags = {name: getattr(options.flags, name, None) for name in _PREDICT_FLAGS}
     if flags["input"] is not None:
-        return _predict_csv(config, run_dir, **flags)
+        return _predict_csv(
+            config, run_dir, flags["input"], flags["output"], flags["input_smiles_column"]
+        )
     if not flags["smiles"]:
         raise experiments.UsageError("predict needs --input CSV or --smiles SMILES")
     from gnkit import chem  # the chem extra (the demo's `--help` works without it)
@@ -105,12 +107,13 @@ def _spoken(entry: dict, tasks) -> str:
     return ", ".join(f"{t} {entry['mean'][t]:.3f} +- {entry['std'][t]:.3f}" for t in tasks)
 
 
-def _predict_csv(config, run_dir, smiles, input, output, input_smiles_column) -> dict:
+def _predict_csv(config, run_dir, input_path, output_path, smiles_column) -> dict:
+    """Writes `--input`'s rows with the predictions (see `predict`); returns the summary."""
     from gnkit import chem
     from gnkit.demos.molecules.own_csv import rejection_line
 
-    path = Path(input)
-    column = input_smiles_column or config.smiles_column
+    path = Path(input_path)
+    column = smiles_column or config.smiles_column
     with experiments.reading_file(path, "a CSV with a SMILES column", "--input"):
         with path.open(newline="", encoding="utf-8-sig") as file:
             reader = csv.DictReader(file)
@@ -142,7 +145,7 @@ def _predict_csv(config, run_dir, smiles, input, output, input_smiles_column) ->
             rows[row][task] = repr(float(stacked[:, position, column_index].mean()))
             if len(per_seed) > 1:
                 rows[row][f"{task}_std"] = repr(float(stacked[:, position, column_index].std()))
-    output = Path(output) if output else path.with_name(f"{path.stem}_preds.csv")
+    output = Path(output_path) if output_path else path.with_name(f"{path.stem}_preds.csv")
     with output.open("w", newline="") as file:
         writer = csv.DictWriter(file, [*header, *new_columns])
         writer.writeheader()
