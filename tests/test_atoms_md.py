@@ -106,37 +106,26 @@ def test_verlet_list_same_as_rebuilding_every_step():
     atoms = argon(temperature=300.0)  # hot: atoms cross half the skin within the run
     integrator = md.VelocityVerlet(5.0 * units.fs)
     with jax.enable_x64(True):
-        settings, energy_fn, state = setup(atoms, skin=0.3)
-        skin_state, skin_frames = frames(state, energy_fn, integrator, settings, 100)
+        settings, energy_fn, state = setup(atoms, skin=0.5)
+        skin_state, skin_frames = frames(state, energy_fn, integrator, settings, 50)
         full_settings, _, full_state = setup(atoms, skin=0.0)
-        every_state, every_frames = frames(full_state, energy_fn, integrator, full_settings, 100)
+        every_state, every_frames = frames(full_state, energy_fn, integrator, full_settings, 50)
     np.testing.assert_allclose(skin_frames["positions"], every_frames["positions"], atol=1e-10)
     np.testing.assert_allclose(skin_frames["momenta"], every_frames["momenta"], atol=1e-10)
-    assert 0 < int(skin_state.rebuilds) < 100
-    assert int(every_state.rebuilds) == 100  # a zero skin rebuilds after every move
+    assert 0 < int(skin_state.rebuilds) < 50
+    assert int(every_state.rebuilds) == 50  # a zero skin rebuilds after every move
     assert not bool(skin_state.overflow)
 
 
-def test_overflow_grows_and_redoes_chunk():
+def test_overflow_inside_a_chunk_grows_and_redoes_it():
+    # two atoms 8 Å apart approach: the list at capacity 1 holds no pair at the start and
+    # overflows at a rebuild inside the chunk, which is then run again at a grown capacity
     integrator = md.VelocityVerlet(5.0 * units.fs)
+    pair = Atoms("Ar2", positions=[[0, 0, 0], [8.0, 0, 0]])
+    speed = 0.02  # Å per ASE time unit, ~1.5 Å over 200 steps of 5 fs
+    pair.set_velocities([[speed, 0, 0], [-speed, 0, 0]])
+    results = []
     with jax.enable_x64(True):
-        # a crystal whose first list is too small: grown before the first chunk
-        atoms = argon(temperature=60.0)
-        settings, energy_fn, small = setup(atoms, capacity=8)
-        assert bool(small.overflow)
-        grown, stats = md.run_md(small, energy_fn, 50, integrator, settings, write_every=1)
-        large_settings, _, large = setup(atoms, capacity=4096)
-        reference = frames(large, energy_fn, integrator, large_settings, 50)[0]
-        np.testing.assert_allclose(grown.positions, reference.positions, atol=1e-10)
-        np.testing.assert_allclose(grown.momenta, reference.momenta, atol=1e-10)
-        n_pairs = int(grown.verlet.neighbors.n_pairs)
-        assert n_pairs <= stats.capacity and not bool(grown.overflow)
-        # two atoms 8 Å apart approach: the list at capacity 1 holds no pair at the start and
-        # overflows at a rebuild inside the chunk, which is then run again
-        pair = Atoms("Ar2", positions=[[0, 0, 0], [8.0, 0, 0]])
-        speed = 0.02  # Å per ASE time unit, ~1.5 Å over 200 steps of 5 fs
-        pair.set_velocities([[speed, 0, 0], [-speed, 0, 0]])
-        results = []
         for capacity in (1, 64):
             settings, energy_fn, state = setup(pair, skin=1.0, capacity=capacity)
             assert int(state.verlet.neighbors.n_pairs) == 0
@@ -146,8 +135,24 @@ def test_overflow_grows_and_redoes_chunk():
     assert small_stats.redone_chunks >= 1 and large_stats.redone_chunks == 0
     assert small_stats.capacity >= 2
     assert int(small_end.verlet.neighbors.n_pairs) == 2
+    assert not bool(small_end.overflow)
     np.testing.assert_allclose(small_end.positions, large_end.positions, atol=1e-12)
     np.testing.assert_allclose(small_end.momenta, large_end.momenta, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_too_small_first_list_grows_before_the_first_chunk():
+    integrator = md.VelocityVerlet(5.0 * units.fs)
+    atoms = argon(temperature=60.0)
+    with jax.enable_x64(True):
+        settings, energy_fn, small = setup(atoms, capacity=8)
+        assert bool(small.overflow)
+        grown, stats = md.run_md(small, energy_fn, 50, integrator, settings, write_every=1)
+        large_settings, _, large = setup(atoms, capacity=4096)
+        reference = frames(large, energy_fn, integrator, large_settings, 50)[0]
+    np.testing.assert_allclose(grown.positions, reference.positions, atol=1e-10)
+    np.testing.assert_allclose(grown.momenta, reference.momenta, atol=1e-10)
+    assert int(grown.verlet.neighbors.n_pairs) <= stats.capacity and not bool(grown.overflow)
 
 
 def test_langevin_reproducible_with_seed():
@@ -204,11 +209,12 @@ def test_trajectory_reads_back(tmp_path):
     np.testing.assert_allclose(images[0].positions, atoms.positions, atol=1e-8)
 
 
-def test_model_energy_fn_matches_the_calculator():
-    # the MD graph (Verlet list pairs, one padding atom) against the calculator's graph (host
-    # neighbour list, bucket padding), whose forces are checked by finite differences elsewhere
-    from gnkit.atoms import Calculator, atoms_to_graph
+def test_model_energy_fn_matches_the_host_list_graph():
+    # the MD graph (Verlet list pairs, one padding atom) against the host list's graph
+    # (atoms_to_graph through vesin), differentiated by energy_forces_stress
+    from gnkit.atoms import atoms_to_graph
     from gnkit.atoms.nn import SchNet
+    from gnkit.atoms.potential import energy_forces_stress, structure_energies
 
     model = SchNet(species=(18,), cutoff=5.0, features=8, num_filters=8, num_interactions=1,
                    num_basis=8)
@@ -221,8 +227,9 @@ def test_model_energy_fn_matches_the_calculator():
         )
         energy_fn = md.model_energy_fn(model, variables, atoms.numbers, atoms.cell[:], atoms.pbc)
         state = md.init_md_state(atoms.positions, atoms.get_masses(), energy_fn, settings)
-        atoms.calc = Calculator(model, variables, dtype=np.float64)
-        np.testing.assert_allclose(state.energy, atoms.get_potential_energy(), rtol=1e-12)
-        np.testing.assert_allclose(state.forces, atoms.get_forces(), atol=1e-12)
+        reference = jax.jit(lambda graph: energy_forces_stress(
+            lambda g: structure_energies(model.apply(variables, g), g), graph, stress=False
+        ))(graph)
+        np.testing.assert_allclose(state.energy, reference["energy"][0], rtol=1e-12)
+        np.testing.assert_allclose(state.forces, reference["forces"], atol=1e-12)
     assert np.abs(np.asarray(state.forces)).max() > 1e-6
-
