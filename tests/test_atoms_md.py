@@ -87,7 +87,8 @@ def total_energy_error(atoms, timestep, n_steps):
     settings, energy_fn, state = setup(atoms)
     start = float(state.energy + md.kinetic_energy(state.momenta, state.masses))
     _, got = frames(state, energy_fn, md.VelocityVerlet(timestep), settings, n_steps)
-    kinetic = 0.5 * np.sum(got["momenta"] ** 2 / np.asarray(state.masses)[None, :, None], (1, 2))
+    momenta, masses = np.asarray(got["momenta"]), np.asarray(state.masses)
+    kinetic = 0.5 * np.sum(momenta**2 / masses[None, :, None], axis=(1, 2))
     return np.max(np.abs(np.asarray(got["energy"]) + kinetic - start)) / len(atoms)
 
 
@@ -180,8 +181,8 @@ def test_langevin_mean_temperature():
         settings, energy_fn, state = setup(atoms, seed=1)
         state, _ = frames(state, energy_fn, integrator, settings, 200, write_every=200)
         _, got = frames(state, energy_fn, integrator, settings, 2000)
-        masses = np.asarray(state.masses)
-        kinetic = 0.5 * np.sum(got["momenta"] ** 2 / masses[None, :, None], axis=(1, 2))
+        masses, momenta = np.asarray(state.masses), np.asarray(got["momenta"])
+    kinetic = 0.5 * np.sum(momenta**2 / masses[None, :, None], axis=(1, 2))
     mean_temperature = np.mean(2 * kinetic / (3 * len(atoms) * units.kB))
     assert abs(mean_temperature / target - 1) < 0.05
 
