@@ -234,3 +234,34 @@ def test_model_energy_fn_matches_the_host_list_graph():
         np.testing.assert_allclose(state.energy, reference["energy"][0], rtol=1e-12)
         np.testing.assert_allclose(state.forces, reference["forces"], atol=1e-12)
     assert np.abs(np.asarray(state.forces)).max() > 1e-6
+
+
+def test_positions_energy_without_neighbors_matches_numpy_verlet():
+    # a harmonic spring between two atoms, E = k (|r1 - r0| - d)^2 / 2, no neighbour list
+    stiffness, rest, timestep, masses = 2.0, 1.5, 2.0 * units.fs, np.array([1.0, 4.0])
+
+    def spring(positions):
+        return 0.5 * stiffness * (jnp.linalg.norm(positions[1] - positions[0]) - rest) ** 2
+
+    def numpy_forces(positions):
+        bond = positions[1] - positions[0]
+        length = np.linalg.norm(bond)
+        pull = stiffness * (length - rest) * bond / length
+        return np.stack([pull, -pull])
+
+    positions = np.array([[0.0, 0.0, 0.0], [1.9, 0.2, -0.1]])
+    momenta = np.array([[0.01, 0.0, 0.02], [0.0, -0.03, 0.0]])
+    with jax.enable_x64(True):
+        energy_fn = md.positions_energy_fn(spring)
+        state = md.init_md_state(positions, masses, energy_fn, momenta=momenta)
+        state, stats = md.run_md(state, energy_fn, 40, md.VelocityVerlet(timestep),
+                                 chunk_steps=20)
+    forces = numpy_forces(positions)
+    for _ in range(40):
+        momenta = momenta + 0.5 * timestep * forces
+        positions = positions + timestep * momenta / masses[:, None]
+        forces = numpy_forces(positions)
+        momenta = momenta + 0.5 * timestep * forces
+    np.testing.assert_allclose(state.positions, positions, atol=1e-12)
+    np.testing.assert_allclose(state.momenta, momenta, atol=1e-12)
+    assert int(state.step) == 40 and stats.capacity == 0 and stats.rebuilds == 0
