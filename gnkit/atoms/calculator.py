@@ -123,6 +123,8 @@ class Calculator(AseCalculator):
     ):
         super().__init__(**kwargs)
         self.cutoff = _model_cutoff(model) if cutoff is None else float(cutoff)
+        if not (math.isfinite(self.cutoff) and self.cutoff > 0):
+            raise ValueError(f"Calculator: cutoff must be positive (Å), got {cutoff!r}.")
         self.dtype = np.dtype(dtype)
         if self.dtype.itemsize == 8 and not jax.config.jax_enable_x64:
             raise ValueError(

@@ -131,6 +131,9 @@ def _check_arrays(positions, cell, pbc, atom_mask) -> None:
     shape = np.shape(positions)
     if len(shape) != 2 or shape[1] != 3 or shape[0] < 1:
         raise ValueError(f"positions must be [n_atoms, 3] with n_atoms >= 1, got shape {shape}.")
+    dtype = getattr(positions, "dtype", None) or np.asarray(positions).dtype
+    if not np.issubdtype(dtype, np.floating):
+        raise ValueError(f"positions must be floats (Å), got dtype {dtype}.")
     if np.shape(cell) != (3, 3):
         raise ValueError(f"cell must be [3, 3] (rows are lattice vectors), got {np.shape(cell)}.")
     if np.shape(pbc) not in ((), (3,)):
@@ -422,6 +425,9 @@ def grown_capacity(n_pairs: int, growth: float = 1.25, multiple: int = 64) -> in
     Returns:
       An int `>= max(n_pairs, 1)`.
     """
+    if (isinstance(n_pairs, bool) or np.ndim(n_pairs) != 0
+            or not np.issubdtype(np.asarray(n_pairs).dtype, np.integer) or n_pairs < 0):
+        raise ValueError(f"n_pairs must be a non-negative int, got {n_pairs!r}.")
     if growth < 1 or multiple < 1:
         raise ValueError(f"growth must be >= 1 and multiple >= 1, got {growth} and {multiple}.")
     return max(multiple, multiple * math.ceil(int(n_pairs) * growth / multiple))

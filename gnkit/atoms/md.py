@@ -38,7 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 from ase import units
 
-from gnkit.atoms.device_neighbors import DeviceNeighbors, grown_capacity, image_ranges
+from gnkit.atoms.device_neighbors import (
+    DeviceNeighbors,
+    _check_cutoff,
+    _check_static,
+    grown_capacity,
+    image_ranges,
+)
 from gnkit.atoms.potential import structure_energies
 from gnkit.atoms.verlet import (
     VerletList,
@@ -87,6 +93,10 @@ class NeighborSettings:
     images: tuple[int, int, int] | None = None
 
     def __post_init__(self):
+        _check_cutoff(self.cutoff)
+        if not (math.isfinite(self.skin) and self.skin >= 0):
+            raise ValueError(f"NeighborSettings: skin must be >= 0 Å, got {self.skin!r}.")
+        _check_static(self.capacity, (0, 0, 0) if self.images is None else self.images)
         # tuples, so the settings hash as a static argument of `jax.jit`
         cell = tuple(tuple(float(x) for x in row) for row in np.asarray(self.cell).reshape(3, 3))
         object.__setattr__(self, "cell", cell)
@@ -162,6 +172,11 @@ def kinetic_temperature(momenta, masses) -> jax.Array:
     return 2.0 * kinetic_energy(momenta, masses) / (3 * masses.shape[0] * units.kB)
 
 
+def _check_timestep(timestep) -> None:
+    if not (math.isfinite(timestep) and timestep > 0):
+        raise ValueError(f"timestep must be positive (ASE time units), got {timestep!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class VelocityVerlet:
     """NVE velocity Verlet, ASE's `VelocityVerlet`: `p += dt F / 2; r += dt p / m`, new forces,
@@ -172,6 +187,9 @@ class VelocityVerlet:
     """
 
     timestep: float
+
+    def __post_init__(self):
+        _check_timestep(self.timestep)
 
     def move(self, positions, momenta, forces, masses, key):
         """The part before the new forces. Jittable. Returns `(positions, momenta, key)`."""
@@ -199,6 +217,13 @@ class Langevin:
     timestep: float
     temperature: float
     friction: float
+
+    def __post_init__(self):
+        _check_timestep(self.timestep)
+        for name in ("temperature", "friction"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"Langevin: {name} must be >= 0, got {value!r}.")
 
     def move(self, positions, momenta, forces, masses, key):
         """The part before the new forces. Jittable. Returns `(positions, momenta, key)`."""

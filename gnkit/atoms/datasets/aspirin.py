@@ -71,7 +71,8 @@ def load_aspirin(
         frames = _read("test")
     else:
         frames = _read("train")
-        if not 0 < n_validation < len(frames):
+        if (isinstance(n_validation, bool) or not isinstance(n_validation, int | np.integer)
+                or not 0 < n_validation < len(frames)):
             raise ValueError(
                 f"load_aspirin: n_validation must be between 1 and {len(frames) - 1}, got "
                 f"{n_validation}."

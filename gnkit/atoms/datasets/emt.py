@@ -121,8 +121,11 @@ def make_emt_dataset(
             f"make_emt_dataset: no lattice constant for {unknown}; elements must be among "
             f"{sorted(EMT_LATTICE_CONSTANTS)}."
         )
-    if n_structures < 0:
-        raise ValueError(f"make_emt_dataset: n_structures must be >= 0, got {n_structures}.")
+    if (isinstance(n_structures, bool) or not isinstance(n_structures, int | np.integer)
+            or n_structures < 0):
+        raise ValueError(
+            f"make_emt_dataset: n_structures must be an int >= 0, got {n_structures!r}."
+        )
     seeds = np.random.SeedSequence(seed).spawn(n_structures)
     indices = range(n_structures)
     if progress:
