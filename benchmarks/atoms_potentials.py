@@ -49,8 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
+from gnkit.atoms.datasets import aspirin_path
+
 REPO = Path(__file__).resolve().parents[1]
-ASPIRIN = Path("/work/shared/data/atoms/rmd17_aspirin_test.xyz.xz")
+ASPIRIN = Path(str(aspirin_path("test")))  # the 1,800 test frames shipped in gnkit
 PEERS_PYTHON = Path.home() / ".cache" / "gnkit-atoms-peers" / "bin" / "python"
 CUTOFF = 5.0
 SPECIES = {"aspirin": (1, 6, 8), "cu": (29,)}

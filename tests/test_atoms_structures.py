@@ -27,9 +27,9 @@ from gnkit.atoms import (  # noqa: E402
     check_structure,
     read_graphs,
 )
+from gnkit.atoms.datasets import aspirin_path  # noqa: E402
 
-ASPIRIN = pathlib.Path("/work/shared/data/atoms/rmd17_aspirin_train.xyz.xz")
-needs_aspirin = pytest.mark.skipif(not ASPIRIN.exists(), reason="rMD17 aspirin file not here")
+ASPIRIN = pathlib.Path(str(aspirin_path("train")))  # the 1,200 frames shipped in gnkit
 
 
 def edge_vectors(graph):
@@ -53,10 +53,11 @@ def test_edges_are_ases_pairs_and_their_vectors_ases_distance_vectors(index):
     atoms, cutoff = structures()[index], 4.5
     graph = atoms_to_graph(atoms, cutoff)
     i, j, shifts, vectors = ase_neighbor_list("ijSD", atoms, cutoff)
-    expected = {(a, b, tuple(s)): v for a, b, s, v in zip(i, j, shifts.tolist(), vectors)}
+    expected = {(a, b, tuple(s)): v
+                for a, b, s, v in zip(i, j, shifts.tolist(), vectors, strict=True)}
     found = edge_vectors(graph)
     keys = list(zip(graph.senders.tolist(), graph.receivers.tolist(),
-                    map(tuple, graph.edges["shifts"].astype(int).tolist())))
+                    map(tuple, graph.edges["shifts"].astype(int).tolist()), strict=True))
     assert set(keys) == set(expected) and len(keys) == len(expected)
     np.testing.assert_allclose(found, np.array([expected[key] for key in keys]), atol=1e-10)
     assert graph.senders.dtype == graph.receivers.dtype == graph.n_edge.dtype == np.int32
@@ -86,7 +87,6 @@ def first_frame_from_text():
     return energy, np.array([[float(x) for x in row[4:7]] for row in rows])
 
 
-@needs_aspirin
 def test_aspirin_targets_are_the_files_energy_and_forces():
     graphs = read_graphs(ASPIRIN, 5.0, index=":4")
     with lzma.open(ASPIRIN, "rt") as stream:  # ase.io.read on the .xz itself takes minutes
@@ -99,7 +99,6 @@ def test_aspirin_targets_are_the_files_energy_and_forces():
     assert "stress" not in graphs[0].globals and not graphs[0].globals["pbc"].any()
 
 
-@needs_aspirin
 def test_aspirin_batches_of_one_size_pad_to_one_shape():
     graphs = read_graphs(ASPIRIN, 5.0, index=":48")
     policy = atoms_bucket_policy(graphs, batch_size=8)
