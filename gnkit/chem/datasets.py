@@ -63,6 +63,14 @@ class MoleculeDataset:
     def __len__(self) -> int:
         return len(self.smiles)
 
+    def take(self, rows) -> MoleculeDataset:
+        """The data set's rows `rows` (positions or a slice, as NumPy indexes `[rows]`), in
+        that order. Host."""
+        positions = np.arange(len(self))[rows]
+        return dataclasses.replace(
+            self, smiles=tuple(self.smiles[i] for i in positions), targets=self.targets[positions]
+        )
+
     def to_csv(self, path: str | Path) -> Path:
         """Write `smiles,target` rows (a CSV chemprop reads with `-s smiles -t target`)."""
         path = Path(path)

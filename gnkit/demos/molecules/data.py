@@ -95,7 +95,7 @@ def load_data(config: MoleculesConfig, run_dir: experiments.RunDir, progress: bo
     if config.data not in SHIPPED_DATA:
         dataset, graphs = own_csv.load(config, run_dir.file("features"), progress)
     else:
-        dataset = _first_rows(chem.load_dataset(config.data), config.max_molecules)
+        dataset = chem.load_dataset(config.data).take(slice(config.max_molecules or None))
         graphs = chem.molecule_graphs(
             dataset.smiles,
             config.features,
@@ -106,15 +106,6 @@ def load_data(config: MoleculesConfig, run_dir: experiments.RunDir, progress: bo
     splits = _splits(config, dataset.smiles)
     chem.write_splits_file(run_dir.file("splits.json"), list(splits.values()))
     return molecule_data(config, dataset, graphs, splits, cache_dir=run_dir.file("features"))
-
-
-def _first_rows(dataset, count: int):
-    """`dataset` cut to its first `count` rows (all of them for 0)."""
-    if not count:
-        return dataset
-    return dataclasses.replace(
-        dataset, smiles=dataset.smiles[:count], targets=dataset.targets[:count]
-    )
 
 
 def molecule_data(config: MoleculesConfig, dataset, graphs, splits, cache_dir=None):

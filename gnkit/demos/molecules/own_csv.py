@@ -4,7 +4,6 @@ from `task` or inferred from the labels. Host."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -44,13 +43,7 @@ def load(config: MoleculesConfig, cache_dir, progress: bool):
     """
     from gnkit import chem
 
-    dataset = _read(config)
-    if config.max_molecules:
-        dataset = dataclasses.replace(
-            dataset,
-            smiles=dataset.smiles[: config.max_molecules],
-            targets=dataset.targets[: config.max_molecules],
-        )
+    dataset = _read(config).take(slice(config.max_molecules or None))
     graphs = chem.molecule_graphs(
         dataset.smiles,
         config.features,
@@ -74,12 +67,7 @@ def load(config: MoleculesConfig, cache_dir, progress: bool):
         )
     if not len(graphs):
         raise experiments.UsageError(f"--data {config.data}: no molecule RDKit can read")
-    kept = np.asarray(graphs.rows, np.int64)
-    dataset = dataclasses.replace(
-        dataset,
-        smiles=tuple(dataset.smiles[row] for row in kept),
-        targets=dataset.targets[kept],
-    )
+    dataset = dataset.take(np.asarray(graphs.rows, np.int64))
     task = task_of(config, dataset)
     if config.task != "auto":
         why = f"task={config.task}"
