@@ -265,3 +265,16 @@ def test_positions_energy_without_neighbors_matches_numpy_verlet():
     np.testing.assert_allclose(state.positions, positions, atol=1e-12)
     np.testing.assert_allclose(state.momenta, momenta, atol=1e-12)
     assert int(state.step) == 40 and stats.capacity == 0 and stats.rebuilds == 0
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [("n_steps", -1), ("n_steps", 2.0), ("chunk_steps", 0), ("write_every", 0)],
+)
+def test_run_md_rejects_bad_step_counts(argument, value):
+    energy_fn = md.positions_energy_fn(lambda positions: jnp.sum(positions**2))
+    state = md.init_md_state(np.zeros((1, 3), np.float32), np.ones(1), energy_fn)
+    counts = {"n_steps": 2, "chunk_steps": 2, "write_every": 1, argument: value}
+    n_steps = counts.pop("n_steps")
+    with pytest.raises(ValueError, match=argument):
+        md.run_md(state, energy_fn, n_steps, md.VelocityVerlet(1.0), **counts)

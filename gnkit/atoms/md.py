@@ -497,6 +497,10 @@ def run_md(
     Returns:
       The final state and `MDStats`.
     """
+    _check_count("n_steps", n_steps, minimum=0)
+    _check_count("chunk_steps", chunk_steps, minimum=1)
+    if write_every is not None:
+        _check_count("write_every", write_every, minimum=1)
     write_every = math.gcd(chunk_steps, n_steps) if write_every is None else int(write_every)
     if chunk_steps % write_every:
         raise ValueError(
@@ -549,6 +553,11 @@ def run_md(
             bar.close()
     capacity = 0 if settings is None else settings.capacity
     return state, MDStats(int(state.rebuilds), redone, capacity, frames_written)
+
+
+def _check_count(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"run_md: {name} must be an int >= {minimum}, got {value!r}.")
 
 
 def _grown(state: MDState, energy_fn, settings: NeighborSettings, growth, multiple):
