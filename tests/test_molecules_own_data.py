@@ -230,3 +230,17 @@ def test_auroc_and_prc_auc_against_references():
     )
     assert [entry["auroc"] for entry in per_task] == [1.0, 1.0]
     assert metrics.mean_metrics(per_task)["auroc"] == 1.0
+
+
+def test_read_csv_names_a_bad_target_columns_argument_and_round_trips_through_to_csv(tmp_path):
+    path = _write(tmp_path / "x.csv", ["smiles", "a", "b"], [["CCO", "1", ""], ["CC", "0", "2.5"]])
+    with pytest.raises(TypeError, match=r"target_columns must be a sequence.*\('ab',\)"):
+        chem.read_csv(path, "smiles", "ab")
+    with pytest.raises(ValueError, match="target_columns names a column twice"):
+        chem.read_csv(path, "smiles", ("a", "a"))
+    with pytest.raises(ValueError, match="target_columns holds the smiles_column 'smiles'"):
+        chem.read_csv(path, "smiles", ("smiles", "a"))
+    dataset = chem.read_csv(path)
+    again = chem.read_csv(dataset.to_csv(tmp_path / "again.csv"))
+    assert again.smiles == ("CCO", "CC") and again.tasks == ("a", "b")
+    np.testing.assert_array_equal(again.targets, [[1.0, np.nan], [0.0, 2.5]])

@@ -72,12 +72,15 @@ class MoleculeDataset:
         )
 
     def to_csv(self, path: str | Path) -> Path:
-        """Write `smiles,target` rows (a CSV chemprop reads with `-s smiles -t target`)."""
+        """Write `smiles,target` rows (a CSV chemprop reads with `-s smiles -t target`), or with
+        `tasks` `smiles,<task>,...` rows, a missing label an empty cell (as `read_csv` reads)."""
         path = Path(path)
+        targets = self.targets.reshape(len(self), -1)
         with path.open("w", newline="") as file:
             writer = csv.writer(file)
-            writer.writerow(["smiles", "target"])
-            writer.writerows(zip(self.smiles, (repr(float(t)) for t in self.targets), strict=True))
+            writer.writerow(["smiles", *(self.tasks or ("target",))])
+            for text, labels in zip(self.smiles, targets, strict=True):
+                writer.writerow([text, *(repr(float(t)) if np.isfinite(t) else "" for t in labels)])
         return path
 
 
@@ -120,10 +123,21 @@ def read_csv(
       The data set named by the file's stem; an empty cell is a missing label (NaN).
 
     Raises:
+      TypeError: `target_columns` is a str, not a sequence of names.
       KeyError: a named column is not in the header (the message lists the file's columns).
-      ValueError: a cell that is neither empty nor a number (naming its line and column), or a
-        file without data rows.
+      ValueError: a column named twice in `target_columns` or also the `smiles_column`, a cell
+        that is neither empty nor a number (naming its line and column), or a file without data
+        rows.
     """
+    if isinstance(target_columns, str):
+        raise TypeError(
+            f"target_columns must be a sequence of column names, got the str {target_columns!r} "
+            f"(one column: ({target_columns!r},))"
+        )
+    if len(set(target_columns)) < len(target_columns):
+        raise ValueError(f"target_columns names a column twice: {tuple(target_columns)}")
+    if smiles_column in target_columns:
+        raise ValueError(f"target_columns holds the smiles_column {smiles_column!r}")
     path = Path(path)
     with path.open(newline="", encoding="utf-8-sig") as file:
         reader = csv.DictReader(file)
