@@ -49,10 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnkit.atoms.datasets import aspirin_path
-
 REPO = Path(__file__).resolve().parents[1]
-ASPIRIN = Path(str(aspirin_path("test")))  # the 1,800 test frames shipped in gnkit
 PEERS_PYTHON = Path.home() / ".cache" / "gnkit-atoms-peers" / "bin" / "python"
 CUTOFF = 5.0
 SPECIES = {"aspirin": (1, 6, 8), "cu": (29,)}
@@ -73,21 +70,22 @@ QUICK_NEQUIP = {**NEQUIP_SIZE, "num_layers": 2, "num_features": 4, "radial_mlp":
 # ---------------------------------------------------------------- workloads (gnkit's env, host)
 
 
-def workload_arrays(name: str, aspirin_path: Path = ASPIRIN) -> dict[str, np.ndarray]:
+def workload_arrays(name: str) -> dict[str, np.ndarray]:
     """One workload as plain arrays, gnkit.atoms' layout (host; needs gnkit.atoms).
 
-    `aspirinN`: the first N structures of `aspirin_path` as one batch; `cuN`: a rattled fcc copper
-    cell of about N atoms (a cube of 4-atom cells). Returns positions `[n_atoms, 3]` float32,
-    atomic_numbers int32 `[n_atoms]`, senders / receivers int32 `[n_edges]` (ASE's i / j),
-    integer cell shifts `[n_edges, 3]`, cell `[n_graph, 3, 3]`, pbc `[n_graph, 3]`, n_node /
-    n_edge `[n_graph]`.
+    `aspirinN`: the first N structures of the shipped aspirin test file as one batch; `cuN`: a
+    rattled fcc copper cell of about N atoms (a cube of 4-atom cells). Returns positions
+    `[n_atoms, 3]` float32, atomic_numbers int32 `[n_atoms]`, senders / receivers int32
+    `[n_edges]` (ASE's i / j), integer cell shifts `[n_edges, 3]`, cell `[n_graph, 3, 3]`, pbc
+    `[n_graph, 3]`, n_node / n_edge `[n_graph]`.
     """
     from gnkit.atoms import atoms_to_graph, read_graphs
+    from gnkit.atoms.datasets import aspirin_path
     from gnkit.batching import batch_np
 
     if name.startswith("aspirin"):
-        graphs = read_graphs(aspirin_path, CUTOFF, index=f":{int(name[7:])}", targets=(),
-                             dtype=np.float32)
+        graphs = read_graphs(str(aspirin_path("test")), CUTOFF, index=f":{int(name[7:])}",
+                             targets=(), dtype=np.float32)
     elif name.startswith("cu"):
         from ase.build import bulk
 
@@ -525,7 +523,6 @@ def _parse(argv):
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--quick", action="store_true", help="tiny models (the test's size)")
     parser.add_argument("--json")
-    parser.add_argument("--aspirin", type=Path, default=ASPIRIN)
     parser.add_argument("--worker")
     parser.add_argument("--model")
     parser.add_argument("--arrays")
@@ -561,7 +558,7 @@ def main(argv=None) -> dict:
     }
     work = Path(tempfile.mkdtemp(prefix="atoms_potentials_"))
     for workload in args.workloads.split(","):
-        arrays = workload_arrays(workload, args.aspirin)
+        arrays = workload_arrays(workload)
         path = work / f"{workload}.npz"
         np.savez(path, **arrays)
         for model in args.models.split(","):

@@ -296,6 +296,28 @@ def test_atoms_potentials_workloads_match_ase_and_the_peer_input_has_ase_vectors
     assert atoms_potentials.mean_neighbors(arrays) == pytest.approx(len(i) / 32)
 
 
+def test_atoms_potentials_runs_as_a_script_without_gnkit_as_the_peers_venv_runs_its_workers():
+    import subprocess
+    import sys
+
+    from benchmarks import atoms_potentials
+
+    blocked = f"""
+import runpy, sys
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("gnkit", "jax", "torch"):
+            raise ImportError(name + " is blocked")
+sys.meta_path.insert(0, Blocked())
+sys.argv = ["atoms_potentials.py", "--help"]
+runpy.run_path({atoms_potentials.__file__!r}, run_name="__main__")
+"""
+    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--peers-python" in result.stdout
+
+
 def test_atoms_potentials_summary_takes_each_peer_at_its_best_and_gnkit_default_first():
     from benchmarks import atoms_potentials
 
