@@ -144,3 +144,17 @@ def test_mace_forces_and_stress_are_derivatives_of_the_energy():
             atoms.get_stress(), calculate_numerical_stress(atoms, eps=1e-6), atol=1e-7
         )
         assert np.abs(atoms.get_forces()).max() > 1e-4
+
+
+def test_bad_arguments_and_unknown_species_are_named(variables, calculator):
+    for options, message in (
+        (dict(cutoff="far"), "cutoff"),
+        (dict(cutoff=-1.0), "cutoff"),
+        (dict(dtype=np.int32), "dtype must be a float"),
+        (dict(edge_headroom=-1.0), "edge_headroom"),
+        (dict(policy=3), "policy must be a gnkit.BucketPolicy"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            Calculator(MODEL, variables, **options)
+    with pytest.raises(ValueError, match="atomic number 13 of atom 0 .* not among"):
+        calculator.get_property("energy", bulk("Al", "fcc", a=4.05, cubic=True))

@@ -25,6 +25,7 @@ from ase.calculators.calculator import PropertyNotImplementedError, all_changes
 from ase.stress import full_3x3_to_voigt_6_stress
 
 from gnkit.atoms.potential import ScaleShift, energy_forces_stress, structure_energies
+from gnkit.atoms.species import check_species
 from gnkit.atoms.structures import atoms_to_graph
 from gnkit.batching import BucketPolicy, pad_to_bucket
 from gnkit.graph import GraphsTuple
@@ -41,16 +42,24 @@ def _cast_floats(tree, dtype):
     )
 
 
-def _model_cutoff(model) -> float:
-    """The cutoff a gnkit model declares (`model.cutoff`, or its linen twin's for NNX)."""
+def _model_attribute(model, name: str):
+    """`model.<name>`, or its linen twin's for an NNX module; None where neither declares it."""
     for holder in (model, getattr(model, "linen_module", None)):
-        cutoff = getattr(holder, "cutoff", None)
-        if cutoff is not None:
-            return float(cutoff)
-    raise ValueError(
-        f"Calculator: {type(model).__name__} declares no cutoff; pass cutoff= (Å), the model's "
-        "radial cutoff."
-    )
+        value = getattr(holder, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _positive_float(value, name: str) -> float:
+    """`value` as a finite float above 0, or a ValueError naming the argument `name`."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (math.isfinite(number) and number > 0):
+        raise ValueError(f"Calculator: {name} must be a positive number, got {value!r}.")
+    return number
 
 
 def _split_model(model, params) -> tuple[Callable, object]:
@@ -83,6 +92,8 @@ class Calculator(AseCalculator):
     has negative stress) and Voigt order `xx, yy, zz, yz, xz, xy`. Stress exists only for
     structures periodic along all three axes; asking for it otherwise raises ASE's
     `PropertyNotImplementedError`. `free_energy` equals `energy` (no electronic entropy).
+    A structure with an atomic number the model's `species` lacks is a ValueError naming the
+    atom (`check_species`, on the host before the jitted call).
 
     Every structure is padded to a bucket of `policy`: by default a `BucketPolicy` whose rung 0
     holds the first structure's atoms and `edge_headroom` times its edges, rising by `growth`.
@@ -122,19 +133,32 @@ class Calculator(AseCalculator):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.cutoff = _model_cutoff(model) if cutoff is None else float(cutoff)
-        if not (math.isfinite(self.cutoff) and self.cutoff > 0):
-            raise ValueError(f"Calculator: cutoff must be positive (Å), got {cutoff!r}.")
+        if cutoff is None:
+            cutoff = _model_attribute(model, "cutoff")
+            if cutoff is None:
+                raise ValueError(
+                    f"Calculator: {type(model).__name__} declares no cutoff; pass cutoff= (Å), "
+                    "the model's radial cutoff."
+                )
+        self.cutoff = _positive_float(cutoff, "cutoff (Å)")
         self.dtype = np.dtype(dtype)
+        if not np.issubdtype(self.dtype, np.floating):
+            raise ValueError(f"Calculator: dtype must be a float dtype, got {self.dtype}.")
         if self.dtype.itemsize == 8 and not jax.config.jax_enable_x64:
             raise ValueError(
                 "Calculator: dtype float64 needs JAX's x64 mode; call "
                 "jax.config.update('jax_enable_x64', True) first (or build and use the "
                 "calculator inside `with jax.enable_x64(True):`)."
             )
+        if policy is not None and not isinstance(policy, BucketPolicy):
+            raise ValueError(
+                f"Calculator: policy must be a gnkit.BucketPolicy or None, got "
+                f"{type(policy).__name__}."
+            )
         self.policy = policy
         self.growth = growth
-        self.edge_headroom = edge_headroom
+        self.edge_headroom = _positive_float(edge_headroom, "edge_headroom")
+        self._species = _model_attribute(model, "species")
         self.min_distance = min_distance
         self.padded_sizes: set[tuple[int, int, bool]] = set()
         apply, weights = _split_model(model, params)
@@ -173,6 +197,8 @@ class Calculator(AseCalculator):
         graph = atoms_to_graph(
             self.atoms, self.cutoff, targets=(), min_distance=self.min_distance, dtype=self.dtype
         )
+        if self._species is not None:
+            check_species(graph, self._species)
         if self.policy is None:
             self.policy = self._default_policy(graph)
         padded = pad_to_bucket(graph, self.policy)
