@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -55,6 +56,9 @@ CUTOFF = 5.0
 SPECIES = {"aspirin": (1, 6, 8), "cu": (29,)}
 TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 PEERS = {"mace": "mace-torch", "nequip": "nequip"}
+MODES = ("eager", "script")
+MALLOCS = ("default", "tuned")
+ASPIRIN_TEST_FRAMES = 1800
 
 MACE_SIZE = {"num_interactions": 2, "hidden_irreps": "64x0e + 64x1o", "max_l": 3,
              "correlation": 3, "num_basis": 8, "envelope_p": 5, "radial_mlp": (64, 64, 64),
@@ -70,6 +74,22 @@ QUICK_NEQUIP = {**NEQUIP_SIZE, "num_layers": 2, "num_features": 4, "radial_mlp":
 # ---------------------------------------------------------------- workloads (gnkit's env, host)
 
 
+def workload_count(name: str) -> tuple[str, int]:
+    """A workload name's kind and count: `"aspirin8"` -> `("aspirin", 8)`. Host.
+
+    Raises:
+      ValueError: naming the workload unless it is `aspirinN` (N from 1 to 1,800, the shipped
+        test frames) or `cuN` (N at least 4, one cubic cell).
+    """
+    match = re.fullmatch(r"(aspirin|cu)(\d+)", name)
+    kind, count = (match[1], int(match[2])) if match else (None, 0)
+    in_range = 1 <= count <= ASPIRIN_TEST_FRAMES if kind == "aspirin" else count >= 4
+    if kind is None or not in_range:
+        raise ValueError(f"workload {name!r} is not aspirinN (N from 1 to {ASPIRIN_TEST_FRAMES}) "
+                         "or cuN (N at least 4)")
+    return kind, count
+
+
 def workload_arrays(name: str) -> dict[str, np.ndarray]:
     """One workload as plain arrays, gnkit.atoms' layout (host; needs gnkit.atoms).
 
@@ -83,18 +103,17 @@ def workload_arrays(name: str) -> dict[str, np.ndarray]:
     from gnkit.atoms.datasets import aspirin_path
     from gnkit.batching import batch_np
 
-    if name.startswith("aspirin"):
-        graphs = read_graphs(str(aspirin_path("test")), CUTOFF, index=f":{int(name[7:])}",
-                             targets=(), dtype=np.float32)
-    elif name.startswith("cu"):
+    kind, count = workload_count(name)
+    if kind == "aspirin":
+        graphs = read_graphs(str(aspirin_path("test")), CUTOFF, index=f":{count}", targets=(),
+                             dtype=np.float32)
+    else:
         from ase.build import bulk
 
-        repeat = round((int(name[2:]) / 4) ** (1 / 3))
+        repeat = round((count / 4) ** (1 / 3))
         atoms = bulk("Cu", "fcc", a=3.6, cubic=True) * (repeat, repeat, repeat)
         atoms.rattle(stdev=0.05, seed=0)
         graphs = [atoms_to_graph(atoms, CUTOFF, targets=(), dtype=np.float32)]
-    else:
-        raise ValueError(f"unknown workload {name!r}: aspirinN or cuN")
     graph = batch_np(graphs)
     return {
         "positions": np.asarray(graph.nodes["positions"], np.float32),
@@ -532,9 +551,24 @@ def _parse(argv):
     if args.worker:
         args.threads = int(args.threads.split(",")[0])
         return args
+    for flag, allowed in (("models", tuple(PEERS)), ("modes", MODES), ("malloc", MALLOCS)):
+        chosen = getattr(args, flag).split(",")
+        unknown = [name for name in chosen if name not in allowed]
+        if unknown:
+            parser.error(f"--{flag}: {unknown} not among {allowed}")
+        setattr(args, flag, chosen)
+    for flag in ("reps", "steps"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    if not all(part.isdigit() and int(part) > 0 for part in args.threads.split(",")):
+        parser.error(f"--threads: expected positive integers, got {args.threads!r}")
     args.threads = [int(t) for t in args.threads.split(",")]
-    args.modes = args.modes.split(",")
-    args.malloc = args.malloc.split(",")
+    args.workloads = args.workloads.split(",")
+    for workload in args.workloads:
+        try:
+            workload_count(workload)
+        except ValueError as error:
+            parser.error(f"--workloads: {error}")
     if "default" in args.malloc:  # gnkit's default-allocator number comes first
         args.malloc = ["default"] + [m for m in args.malloc if m != "default"]
     return args
@@ -557,11 +591,11 @@ def main(argv=None) -> dict:
         "malloc": args.malloc, "pairs": [],
     }
     work = Path(tempfile.mkdtemp(prefix="atoms_potentials_"))
-    for workload in args.workloads.split(","):
+    for workload in args.workloads:
         arrays = workload_arrays(workload)
         path = work / f"{workload}.npz"
         np.savez(path, **arrays)
-        for model in args.models.split(","):
+        for model in args.models:
             pair = run_pair(model, workload, arrays, path, args)
             record["pairs"].append(pair)
             print(format_pair(pair), flush=True)

@@ -318,6 +318,26 @@ runpy.run_path({atoms_potentials.__file__!r}, run_name="__main__")
     assert "--peers-python" in result.stdout
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--models", "mace,schnet"], "--models: ['schnet'] not among ('mace', 'nequip')"),
+    (["--modes", "jit"], "--modes: ['jit'] not among ('eager', 'script')"),
+    (["--malloc", "jemalloc"], "--malloc: ['jemalloc'] not among ('default', 'tuned')"),
+    (["--reps", "0"], "--reps must be at least 1, got 0"),
+    (["--steps", "-1"], "--steps must be at least 1, got -1"),
+    (["--threads", "1.5"], "--threads: expected positive integers, got '1.5'"),
+    (["--workloads", "aspirin8,cu-5"], "--workloads: workload 'cu-5' is not aspirinN"),
+    (["--workloads", "aspirin0"], "--workloads: workload 'aspirin0' is not aspirinN"),
+    (["--workloads", "aspirin1801"], "(N from 1 to 1800)"),
+])
+def test_atoms_potentials_bad_arguments_are_named_before_anything_runs(argv, message, capsys):
+    from benchmarks import atoms_potentials
+
+    with pytest.raises(SystemExit) as exit_info:
+        atoms_potentials.main(["--no-peers", *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_atoms_potentials_summary_takes_each_peer_at_its_best_and_gnkit_default_first():
     from benchmarks import atoms_potentials
 
