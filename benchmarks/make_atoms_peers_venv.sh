@@ -16,6 +16,6 @@ PYTHON="${PYTHON:-python3}"
 "$VENV/bin/python" -m pip install --quiet --timeout 15 --retries 0 "torch==2.13.0" \
     --index-url https://download.pytorch.org/whl/cpu 2>/dev/null \
     || "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-"$VENV/bin/python" -m pip install --quiet "mace-torch==0.3.14" "nequip==0.6.2" "ase>=3.23" psutil
+"$VENV/bin/python" -m pip install --quiet "mace-torch==0.3.14" "nequip==0.6.2" "ase>=3.23"
 "$VENV/bin/python" -c "import torch, mace, nequip, e3nn; print('torch', torch.__version__, \
 'mace', mace.__version__, 'nequip', nequip.__version__, 'e3nn', e3nn.__version__)"
