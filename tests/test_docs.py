@@ -139,13 +139,16 @@ def inventory_names(path: pathlib.Path) -> set[str]:
 
 
 def public_names() -> list[str]:
-    """The full names the reference must hold: an object exported by several of the listed
-    namespaces and modules (`gnkit.atoms.nn.SchNet`, also in `gnkit.atoms.nn.schnet`) is
-    documented once, under the first."""
+    """The full names the reference must hold: a class or function exported by several of the
+    listed namespaces and modules (`gnkit.atoms.nn.SchNet`, also in `gnkit.atoms.nn.schnet`) is
+    documented once, under the first; constants and type aliases under every name (two aliases
+    of one type, such as jraph's `ArrayTree` and `NodeFeatures`, are one object)."""
     names, seen = [], set()
 
     def add(full_name, value):
-        if id(value) not in seen:
+        if not (inspect.isfunction(value) or inspect.isclass(value)):
+            names.append(full_name)
+        elif id(value) not in seen:
             seen.add(id(value))
             names.append(full_name)
 
