@@ -53,7 +53,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 PEERS_PYTHON = Path.home() / ".cache" / "gnkit-atoms-peers" / "bin" / "python"
 CUTOFF = 5.0
-SPECIES = {"aspirin": (1, 6, 8), "cu": (29,)}
 TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 PEERS = {"mace": "mace-torch", "nequip": "nequip"}
 MODES = ("eager", "script")
@@ -156,7 +155,7 @@ def _rss_mb() -> float:
 
 
 def _gnkit_contender(arrays: dict, model_name: str, sizes: dict):
-    """gnkit's jitted energy + forces call; `(call, info)`."""
+    """gnkit's jitted energy + forces call; `(call, info, compile_count)`."""
     import jax
     import jax.monitoring
     import jax.numpy as jnp
@@ -445,8 +444,8 @@ def _start(setting: dict, model: str, arrays_path: Path, sizes: dict, args) -> W
 
 def run_pair(model: str, workload: str, arrays: dict, arrays_path: Path, args) -> dict:
     """All contenders of one model on one workload, rounds interleaved; the pair's record."""
-    sizes = (QUICK_MACE if model == "mace" else QUICK_NEQUIP) if args.quick else (
-        MACE_SIZE if model == "mace" else NEQUIP_SIZE)
+    sizes = {"mace": QUICK_MACE if args.quick else MACE_SIZE,
+             "nequip": QUICK_NEQUIP if args.quick else NEQUIP_SIZE}[model]
     workers, failed = [], {}
     for setting in contender_settings(model, args):
         try:
