@@ -116,6 +116,9 @@ def test_multitask_classification_trains_on_a_splits_file_and_predicts_a_csv(tmp
         assert float(row["soluble_std"]) >= 0.0
     library = predict_csv(run, new, tmp_path / "library.csv")
     assert library["skipped_rows"] == [1] and _rows(tmp_path / "library.csv") == table
+    for output, why in ((tmp_path / "no" / "p.csv", "no folder"), (new, "the --input file")):
+        with pytest.raises(experiments.UsageError, match=f"--output {output}: {why}"):
+            predict_csv(run, new, output)
 
 
 def test_regression_on_a_csv_infers_its_task_and_predicts_smiles(tmp_path, capsys):

@@ -113,6 +113,11 @@ def _predict_csv(config, run_dir, input_path, output_path, smiles_column) -> dic
     from gnkit.demos.molecules.own_csv import rejection_line
 
     path = Path(input_path)
+    output = Path(output_path) if output_path else path.with_name(f"{path.stem}_preds.csv")
+    if not output.parent.is_dir():
+        raise experiments.UsageError(f"--output {output}: no folder {output.parent}")
+    if output.resolve() == path.resolve():
+        raise experiments.UsageError(f"--output {output}: the --input file itself")
     column = smiles_column or config.smiles_column
     with experiments.reading_file(path, "a CSV with a SMILES column", "--input"):
         with path.open(newline="", encoding="utf-8-sig") as file:
@@ -145,7 +150,6 @@ def _predict_csv(config, run_dir, input_path, output_path, smiles_column) -> dic
             rows[row][task] = repr(float(stacked[:, position, column_index].mean()))
             if len(per_seed) > 1:
                 rows[row][f"{task}_std"] = repr(float(stacked[:, position, column_index].std()))
-    output = Path(output_path) if output_path else path.with_name(f"{path.stem}_preds.csv")
     with output.open("w", newline="") as file:
         writer = csv.DictWriter(file, [*header, *new_columns])
         writer.writeheader()
