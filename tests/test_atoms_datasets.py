@@ -85,3 +85,26 @@ def test_aspirin_test_split_as_graphs():
     energies = np.array([graph.globals["energy"][0] for graph in graphs])
     assert energies.min() > -17618.6 and energies.max() < -17616.6
     assert graphs[0].nodes["forces"].shape == (21, 3)
+
+
+@pytest.mark.parametrize("options, name", [
+    (dict(n_structures=-1), "n_structures"),
+    (dict(seed=1.5), "seed"),
+    (dict(md_steps=-3), "md_steps"),
+    (dict(elements=()), "elements"),
+    (dict(sizes=((0, 2, 2),)), "sizes"),
+    (dict(vacancy_fraction=2.0), "vacancy_fraction"),
+    (dict(rattle=-0.1), "rattle"),
+    (dict(temperature_range=(-300.0, -100.0)), "temperature_range"),
+])
+def test_emt_bad_arguments_are_named(options, name):
+    options = dict(dict(n_structures=1), **options)
+    with pytest.raises(ValueError, match=f"make_emt_dataset: {name} must be"):
+        make_emt_dataset(**options)
+
+
+def test_aspirin_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="aspirin_path: part must be one of"):
+        aspirin_path("validation")
+    with pytest.raises(ValueError, match="load_aspirin: seed must be an int >= 0"):
+        load_aspirin("validation", seed=-1)

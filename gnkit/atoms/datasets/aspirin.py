@@ -27,6 +27,8 @@ _SPLITS = ("train", "validation", "test")
 
 def aspirin_path(part: str):
     """Path of the shipped file of `part` (`"train"`: 1,200 frames, `"test"`: 1,800). Host."""
+    if part not in ASPIRIN_FILES:
+        raise ValueError(f"aspirin_path: part must be one of {tuple(ASPIRIN_FILES)}, got {part!r}.")
     return resources.files("gnkit").joinpath("data", "atoms", ASPIRIN_FILES[part])
 
 
@@ -67,6 +69,8 @@ def load_aspirin(
     """
     if split not in _SPLITS:
         raise ValueError(f"load_aspirin: split must be one of {_SPLITS}, got {split!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"load_aspirin: seed must be an int >= 0, got {seed!r}.")
     if split == "test":
         frames = _read("test")
     else:

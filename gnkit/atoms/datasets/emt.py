@@ -80,6 +80,38 @@ def _langevin(atoms, temperature: float, steps: int, rng: np.random.Generator) -
     del atoms.arrays["momenta"]
 
 
+def _is_count(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value >= 0
+
+
+def _check_options(n_structures, seed, elements, sizes, vacancy_fraction, max_strain, rattle,
+                   md_fraction, md_steps, temperature_range) -> None:
+    """Raises a ValueError naming the first bad argument of `make_emt_dataset`. Host."""
+
+    def fail(name: str, expected: str, value) -> None:
+        raise ValueError(f"make_emt_dataset: {name} must be {expected}, got {value!r}.")
+
+    for name, value in (("n_structures", n_structures), ("seed", seed), ("md_steps", md_steps)):
+        if not _is_count(value):
+            fail(name, "an int >= 0", value)
+    unknown = sorted(set(elements) - set(EMT_LATTICE_CONSTANTS))
+    if unknown or not len(elements):
+        fail("elements", f"a non-empty sequence among {sorted(EMT_LATTICE_CONSTANTS)}", elements)
+    if not len(sizes) or not all(
+        len(size) == 3 and all(_is_count(n) and n > 0 for n in size) for size in sizes
+    ):
+        fail("sizes", "a non-empty sequence of 3 positive int repeats", sizes)
+    for name, value in (("vacancy_fraction", vacancy_fraction), ("md_fraction", md_fraction)):
+        if not 0 <= value <= 1:
+            fail(name, "between 0 and 1", value)
+    for name, value in (("max_strain", max_strain), ("rattle", rattle)):
+        if not 0 <= value < np.inf:
+            fail(name, "finite and >= 0", value)
+    low, high = temperature_range
+    if not 0 < low <= high < np.inf:
+        fail("temperature_range", "(low, high) kelvin with 0 < low <= high", temperature_range)
+
+
 def make_emt_dataset(
     n_structures: int,
     seed: int = 0,
@@ -115,17 +147,8 @@ def make_emt_dataset(
       and `stress` (Voigt); `info` has `element`, `supercell`, `vacancy`, `config_type`
       (`"static"` or `"md"`) and, for MD frames, `temperature_K`.
     """
-    unknown = sorted(set(elements) - set(EMT_LATTICE_CONSTANTS))
-    if unknown:
-        raise ValueError(
-            f"make_emt_dataset: no lattice constant for {unknown}; elements must be among "
-            f"{sorted(EMT_LATTICE_CONSTANTS)}."
-        )
-    if (isinstance(n_structures, bool) or not isinstance(n_structures, int | np.integer)
-            or n_structures < 0):
-        raise ValueError(
-            f"make_emt_dataset: n_structures must be an int >= 0, got {n_structures!r}."
-        )
+    _check_options(n_structures, seed, elements, sizes, vacancy_fraction, max_strain, rattle,
+                   md_fraction, md_steps, temperature_range)
     seeds = np.random.SeedSequence(seed).spawn(n_structures)
     indices = range(n_structures)
     if progress:
