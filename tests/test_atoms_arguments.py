@@ -6,6 +6,8 @@ import pytest
 pytest.importorskip("ase")
 pytest.importorskip("vesin")
 
+from ase.build import bulk  # noqa: E402
+
 import gnkit.atoms as ga  # noqa: E402
 
 CELL, PBC = np.eye(3) * 4.0, np.ones(3, bool)
@@ -28,7 +30,10 @@ POSITIONS = np.random.default_rng(0).uniform(0, 3, (4, 3))
     (lambda: ga.Langevin(1.0, temperature=300.0, friction=-1.0), "friction must be >= 0"),
     (lambda: ga.load_aspirin("train", n_validation=2.5), "n_validation must be between"),
     (lambda: ga.make_emt_dataset(2.5, 0), "n_structures must be an int"),
-    (lambda: ga.Calculator(None, {}, -1.0), "cutoff must be positive"),
+    (lambda: ga.Calculator(None, {}, -1.0), r"cutoff \(Å\) must be a positive"),
+    (lambda: ga.atoms_to_graph(bulk("Cu", "fcc", a=3.6), 0.0), "cutoff must be a positive"),
+    (lambda: ga.atoms_to_graph(bulk("Cu", "fcc", a=3.6), 3.0, min_distance=-1.0),
+     "min_distance must be >= 0"),
 ])
 def test_bad_arguments_are_named(make, message):
     with pytest.raises(ValueError, match=message):

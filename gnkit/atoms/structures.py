@@ -107,6 +107,10 @@ def atoms_to_graph(
       A `GraphsTuple` with one graph, in the layout of this module's docstring.
     """
     name = "structure" if structure is None else f"structure {structure}"
+    if not (np.ndim(cutoff) == 0 and math.isfinite(cutoff) and cutoff > 0):
+        raise ValueError(f"atoms_to_graph: cutoff must be a positive number of Å, got {cutoff!r}.")
+    if not (np.ndim(min_distance) == 0 and min_distance >= 0):
+        raise ValueError(f"atoms_to_graph: min_distance must be >= 0 Å, got {min_distance!r}.")
     unknown = sorted(set(targets or ()) - set(TARGETS))
     if unknown:
         raise ValueError(f"targets must be among {TARGETS}, got {unknown}.")
