@@ -39,6 +39,9 @@ DEMOS = {
         "gnkit.demos.molecules", "molecular properties: D-MPNN, GINE, GPS beside chemprop"
     ),
     "wordnet": ("gnkit.demos.wordnet", "WordNet: GraphSAGE, GCN, R-GCN, MLP; hypernym prediction"),
+    "graph-files": (
+        "gnkit.demos.graph_files", "your own graph tables: node or graph classification"
+    ),
     "typed-nodes": ("gnkit.demos.typed_nodes", "UMLS typed nodes: R-GCN, to_hetero vs GCN twin"),
     "rdl": ("gnkit.demos.rdl", "the Lahman database: a temporal typed GNN against LightGBM"),
 }

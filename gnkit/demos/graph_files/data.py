@@ -15,6 +15,7 @@ import numpy as np
 
 from gnkit import experiments, graph_files
 from gnkit.demos.graph_files.config import GraphFilesConfig
+from gnkit.extras import MissingExtraError
 from gnkit.graph import GraphsTuple
 
 EXAMPLE_CLASSES = ("red", "green", "blue")
@@ -96,7 +97,7 @@ def read_tables(config: GraphFilesConfig, tables: dict[str, str],
             split_column=config.split_column or None,
             missing_labels=missing_labels or config.missing_labels,
         )
-    except graph_files.GraphFileError as error:
+    except (graph_files.GraphFileError, MissingExtraError) as error:
         raise experiments.UsageError(str(error)) from None
 
 

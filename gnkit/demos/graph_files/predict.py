@@ -14,6 +14,7 @@ from gnkit.demos.graph_files import data as data_module
 from gnkit.demos.graph_files import report, training
 from gnkit.demos.graph_files.config import GraphFilesConfig
 from gnkit.experiments import runner
+from gnkit.extras import MissingExtraError
 
 FLAGS = ("model", "input_edges", "input_nodes", "input_labels", "output")
 
@@ -54,7 +55,7 @@ def _new_tables(config: GraphFilesConfig, run_data, flags) -> data_module.Data:
             graph_column=config.graph_column or None, missing_labels="predict",
             classes=run_data.labelled.classes,
         )
-    except graph_files.GraphFileError as error:
+    except (graph_files.GraphFileError, MissingExtraError) as error:
         raise experiments.UsageError(str(error)) from None
     graph = graph_files.to_graphs_tuple(labelled, config.directed)
     order = (slice(None) if labelled.node_graph is None
