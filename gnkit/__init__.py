@@ -6,11 +6,19 @@ The public API, flat. jraph 0.0.6's public names are all here with jraph's meani
 `import gnkit` itself imports nothing heavy: each name loads its submodule (and JAX) on first
 use, and the Flax modules, `gnkit.nn` and `gnkit.nnx`, load on first use too. So the `gnkit`
 command lists its demos without starting JAX, and `import gnkit` alone never imports Flax.
+
+On Linux with glibc, `import gnkit` sets glibc's `malloc` to reuse freed memory, so XLA's CPU
+steps stop page-faulting on their large buffers (`gnkit.tuning`; `GNKIT_SYSTEM_MALLOC=1` in the
+environment keeps the system's settings).
 """
 
 import typing as _typing
 
+from gnkit import tuning as _tuning
+
 __version__ = "0.1.0"
+
+_tuning.apply_default_allocator()
 
 # Each public name and the submodule of gnkit that defines it (what `gnkit.NAME` imports).
 _ORIGIN = {

@@ -506,7 +506,6 @@ def fit(
     log_evals: bool = True,
     parallel: data_parallelism.Strategy | str = "single",
     should_stop: Callable[[], bool] | threading.Event | StopRequest | None = None,
-    fast_allocator: bool = True,
 ) -> TrainingState:
     """Train from `state.step` up to `num_steps`; return the final state. Host loop.
 
@@ -546,9 +545,6 @@ def fit(
         first step, and `evaluate` and the checkpoints get its `host_copy`.
       should_stop: a `StopRequest` from `stop_on_signals()`, a `threading.Event`, or a callable
         returning a bool, checked before every step; None: only Ctrl-C stops.
-      fast_allocator: call `gnkit.tuning.use_fast_allocator_for_training()` first (a process-wide
-        glibc setting that stops per-step page faults on buffers up to 64 MB, at the cost of keeping
-        freed memory; `GNKIT_SYSTEM_MALLOC=1` also leaves glibc alone).
 
     Returns:
       The final `TrainingState`.
@@ -556,10 +552,6 @@ def fit(
     Raises:
       TrainingStopped: after a stop request or a KeyboardInterrupt, once the state is saved.
     """
-    if fast_allocator:
-        from gnkit import tuning
-
-        tuning.use_fast_allocator_for_training()
     strategy = strategy_for(parallel)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if checkpoint_dir is not None:

@@ -223,7 +223,7 @@ def _fit_setup():
 
 def _fit(num_steps, state, step, **options):
     return training.fit(state, step, lambda index: GRAPHS[index % 3], num_steps,
-                        progress=False, fast_allocator=False, **options)
+                        progress=False, **options)
 
 
 def test_fit_trains_the_nnx_state_and_resumes_exactly_after_a_stop(tmp_path):
@@ -244,7 +244,7 @@ def test_fit_trains_the_nnx_state_and_resumes_exactly_after_a_stop(tmp_path):
         return GRAPHS[index % 3]
 
     with pytest.raises(training.TrainingStopped) as stopped:
-        training.fit(initial_state(), step, batches, 10, progress=False, fast_allocator=False,
+        training.fit(initial_state(), step, batches, 10, progress=False,
                      checkpoint_dir=tmp_path, should_stop=stop)
     assert stopped.value.step == 4
     resumed_from = training.resume_or(initial_state(), tmp_path)

@@ -134,8 +134,7 @@ def test_every_sigint_stops_fit_under_frequent_garbage_collection():
                 return None
             state = training.TrainingState(params=jnp.eye(4) * 0.5, opt_state=())
             try:
-                training.fit(state, step_fn, batch, 100_000, progress=False,
-                             fast_allocator=False)
+                training.fit(state, step_fn, batch, 100_000, progress=False)
                 tell("finished without stopping")
                 break
             except training.TrainingStopped as stopped:
@@ -181,7 +180,6 @@ def test_a_checkpoint_write_killed_midway_leaves_a_partial_file_the_next_fit_rem
         1,
         checkpoint_dir=tmp_path,
         progress=False,
-        fast_allocator=False,
     )
     names = sorted(path.name for path in tmp_path.iterdir())
     assert names == ["checkpoint_000000001.msgpack", "notes.tmp"]

@@ -369,9 +369,6 @@ def _unrecognized(unknown: Sequence[str], verb_parser: argparse.ArgumentParser) 
 
 
 def _run_verb(demo: Demo, argv: Sequence[str], should_stop: StopRequest) -> int:
-    from gnkit import tuning
-
-    tuning.use_fast_allocator_for_training()
     args = _parse(demo, argv)
     if demo.extra is not None:
         extras.require(demo.extra, f"the {demo.name} demo")
@@ -465,9 +462,7 @@ def run(demo: Demo, argv: Sequence[str] | None = None) -> int:
     0 on success; 2 for bad input (`UsageError`, argparse errors), reported as one line,
     `gnkit DEMO: error: ...`, on stderr; after a stop request, 130 (SIGINT) or 143 (SIGTERM),
     whether the verb returned or let `gnkit.train.TrainingStopped` out (`fit` has printed the
-    line naming the step saved). Before anything else, glibc's malloc is set to reuse freed memory
-    (`gnkit.tuning.use_fast_allocator_for_training`; `GNKIT_SYSTEM_MALLOC=1` opts out).
-    SIGINT / SIGTERM while the verb runs set `options.should_stop`
+    line naming the step saved). SIGINT / SIGTERM while the verb runs set `options.should_stop`
     (`gnkit.train.stop_on_signals`, entered here and nowhere else); the first signal puts the
     previous handlers back, so a second Ctrl-C interrupts at once (status 130). A missing
     package of the `demos` extra, or of the demo's own (`Demo.extra`), is one line naming the
