@@ -1,5 +1,6 @@
 """Per-task test and validation metrics of the molecules demo, missing labels (NaN) left out:
-RMSE and MAE for regression, AUROC and PRC-AUC for classification. Host NumPy."""
+RMSE and MAE for regression, AUROC and PRC-AUC for classification, and the calibration of
+predicted probabilities (reliability-diagram bins, expected calibration error). Host NumPy."""
 
 from __future__ import annotations
 
@@ -93,3 +94,34 @@ def mean_metrics(per_task: list[dict]) -> dict[str, float]:
         finite = values[np.isfinite(values)]
         means[name] = float(finite.mean()) if len(finite) else float("nan")
     return means
+
+
+def calibration_bins(labels: np.ndarray, probabilities: np.ndarray, bins: int = 10) -> dict:
+    """The reliability diagram of `probabilities` `[n]` for binary `labels` `[n]` (NaN labels
+    left out): `bins` equal-width bins over [0, 1], bin `b` holding the probabilities in
+    `[b / bins, (b + 1) / bins)` (the last one 1 too).
+
+    Returns:
+      `edges` `[bins + 1]`, `counts` `[bins]` (int), `mean_predicted` and `observed` `[bins]`
+      (each bin's mean probability and fraction of positive labels, NaN for an empty bin), and
+      `ece`, the expected calibration error `sum_b counts_b / n * |observed_b -
+      mean_predicted_b|` over the non-empty bins (Naeini et al. 2015; NaN without labels).
+    """
+    labels, probabilities = np.asarray(labels, np.float64), np.asarray(probabilities, np.float64)
+    known = np.isfinite(labels)
+    labels, probabilities = labels[known], probabilities[known]
+    which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
+    counts = np.bincount(which, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_predicted = np.bincount(which, probabilities, bins) / counts
+        observed = np.bincount(which, labels, bins) / counts
+    filled = counts > 0
+    gaps = np.abs(observed[filled] - mean_predicted[filled])
+    ece = float(np.sum(counts[filled] * gaps) / len(labels)) if len(labels) else float("nan")
+    return {
+        "edges": np.linspace(0.0, 1.0, bins + 1),
+        "counts": counts,
+        "mean_predicted": mean_predicted,
+        "observed": observed,
+        "ece": ece,
+    }

@@ -1,6 +1,8 @@
 """The molecules demo's report: per-replicate and mean +- std test RMSE and MAE (classification:
-AUROC and PRC-AUC), each the mean over the tasks, per task too when there are several; a parity
-plot of the test predictions (regression) and the learning curves. Host."""
+AUROC and PRC-AUC, and the expected calibration error), each the mean over the tasks, per task
+too when there are several; a parity plot of the test predictions (regression) or a
+reliability diagram of the test probabilities (classification), and the learning curves.
+Host."""
 
 from __future__ import annotations
 
@@ -13,11 +15,18 @@ from gnkit import experiments
 from gnkit import train as training
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.data import steps_per_epoch
-from gnkit.demos.molecules.metrics import mean_metrics, metric_names, task_metrics
+from gnkit.demos.molecules.metrics import (
+    calibration_bins,
+    mean_metrics,
+    metric_names,
+    task_metrics,
+)
 from gnkit.demos.molecules.training import predict_rows, replicate_name
 
 # MoleculeNet's best published test RMSE on random 80/10/10 splits (Wu et al. 2018, Table 8).
 MOLECULENET_BEST = {"esol": 0.58, "freesolv": 1.15, "lipophilicity": 0.655}
+# Equal-width probability bins of the reliability diagram and its expected calibration error.
+CALIBRATION_BINS = 10
 
 
 def curves(
@@ -40,7 +49,8 @@ def curves(
 
 def report(config, run_dir: experiments.RunDir, options: experiments.Options, states, data):
     """Test every replicate's best validated state; print the table, draw the figures, return
-    the results (per seed, mean and std, MoleculeNet's best for reference).
+    the results (per seed, mean and std, MoleculeNet's best for reference; classification:
+    each task's expected calibration error over `CALIBRATION_BINS` bins, `calibration`).
 
     Args:
       config: the run's `MoleculesConfig`.
@@ -69,6 +79,10 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
             "sizes": [len(data.splits[seed][part]) for part in ("train", "val", "test")],
         }
         parity[seed] = (data.targets[test], predictions)
+        if data.classification:
+            per_seed[seed]["test_ece"] = round(
+                _mean_ece(data.targets[test], predictions, [e["auroc"] for e in per_task[seed]]), 4
+            )
     results: dict[str, Any] = {
         "data": config.data,
         "split": "file " + config.splits_file if config.splits_file else config.split,
@@ -88,6 +102,9 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
             }
             for column, task in enumerate(data.tasks)
         }
+    if data.classification:
+        seed_eces = [entry["test_ece"] for entry in per_seed.values()]
+        results["calibration"] = calibration_summary(parity, data.tasks, seed_eces)
     results["cpu_minutes"] = round(sum(entry["cpu_minutes"] for entry in per_seed.values()), 2)
     if config.data in MOLECULENET_BEST:
         results["moleculenet_best_random_split_rmse"] = MOLECULENET_BEST[config.data]
@@ -96,11 +113,49 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
     parity_path = options.plot_path(run_dir, "parity.png")
     if parity_path is not None and not data.classification:
         figures["parity"] = str(plot_parity(parity, results, data.dataset.info, parity_path))
+    calibration_path = options.plot_path(run_dir, "calibration.png")
+    if calibration_path is not None and data.classification:
+        figures["calibration"] = str(
+            plot_calibration(parity, data.tasks, results, calibration_path)
+        )
     curves_path = options.plot_path(run_dir, "curves.png", main=False)
     if curves_path is not None:
         figures["curves"] = str(plot_curves(learning, curves_path, names[0]))
     results["figures"] = figures
     return results
+
+
+def _mean_ece(targets: np.ndarray, predictions: np.ndarray, aurocs) -> float:
+    """The mean over the tasks `[n, tasks]` of each one's expected calibration error, of the
+    tasks whose AUROC is defined (both classes among the test labels), as the other means."""
+    values = [
+        calibration_bins(targets[:, column], predictions[:, column], CALIBRATION_BINS)["ece"]
+        for column, auroc in enumerate(aurocs)
+        if np.isfinite(auroc)
+    ]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _pooled(parity: dict, column: int) -> tuple[np.ndarray, np.ndarray]:
+    """Task `column`'s test labels and probabilities of every replicate, one after another."""
+    labels = np.concatenate([measured[:, column] for measured, _ in parity.values()])
+    probabilities = np.concatenate([predicted[:, column] for _, predicted in parity.values()])
+    return labels, probabilities
+
+
+def calibration_summary(parity: dict, tasks, seed_eces) -> dict[str, Any]:
+    """The expected calibration error over `CALIBRATION_BINS` bins: `test_ece`, mean +- std of
+    the replicates' `seed_eces` (each the mean over the tasks), and each task's (`tasks`) over
+    the test molecules of every replicate of `parity` (`{seed: (labels, probabilities)}`, each
+    `[n, tasks]`) pooled."""
+    return {
+        "bins": CALIBRATION_BINS,
+        "test_ece": _spread(seed_eces),
+        "tasks": {
+            task: round(calibration_bins(*_pooled(parity, column), CALIBRATION_BINS)["ece"], 4)
+            for column, task in enumerate(tasks)
+        },
+    }
 
 
 def _spread(values) -> dict[str, float]:
@@ -151,6 +206,12 @@ def format_table(results: dict[str, Any], unit: str) -> str:
                 for label, name in zip(labels, names, strict=True)
             )
         )
+    if "calibration" in results:
+        ece = results["calibration"]["test_ece"]
+        lines.append(
+            f"expected calibration error ({results['calibration']['bins']} bins): "
+            f"{ece['mean']:.3f} +- {ece['std']:.3f}"
+        )
     if "moleculenet_best_random_split_rmse" in results:
         lines.append(
             f"MoleculeNet's best published RMSE (random split): "
@@ -178,6 +239,40 @@ def plot_parity(parity: dict, results: dict, info, path: Path) -> Path:
         fontsize=9,
     )
     ax.legend(fontsize=7)
+    return experiments.save_figure(figure, path)
+
+
+def plot_calibration(parity: dict, tasks, results: dict, path: Path) -> Path:
+    """Reliability diagram: each task's observed fraction of positives against the mean predicted
+    probability in `CALIBRATION_BINS` equal-width bins, every replicate's test molecules pooled,
+    its expected calibration error in the legend; below, the molecules in each bin."""
+    plt = experiments.pyplot()
+    figure, (top, bottom) = plt.subplots(
+        2, 1, figsize=(4.4, 5.0), sharex=True, height_ratios=(3, 1), layout="constrained"
+    )
+    top.plot([0, 1], [0, 1], color="black", linewidth=0.8, label="perfectly calibrated")
+    for column, task in enumerate(tasks):
+        bins = calibration_bins(*_pooled(parity, column), CALIBRATION_BINS)
+        filled = bins["counts"] > 0
+        top.plot(
+            bins["mean_predicted"][filled],
+            bins["observed"][filled],
+            marker="o",
+            markersize=4,
+            label=f"{task} (ECE {bins['ece']:.3f})",
+        )
+        bottom.stairs(bins["counts"], bins["edges"], label=task)
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1)
+    top.set_ylabel("observed fraction of positives")
+    top.set_title(
+        f"{results['model']}, {Path(results['data']).name} {results['split']}: test, "
+        f"{len(parity)} replicate{'s' if len(parity) > 1 else ''} pooled",
+        fontsize=9,
+    )
+    top.legend(fontsize=7)
+    bottom.set_xlabel("predicted probability")
+    bottom.set_ylabel("molecules")
     return experiments.save_figure(figure, path)
 
 
