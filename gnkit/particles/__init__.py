@@ -1,0 +1,39 @@
+"""Particle fluids: LagrangeBench-layout datasets made with JAX-SPH, read into NumPy.
+
+Needs the `particles` extra (`pip install "gnkit[particles]"`: h5py). Nothing here is imported
+by `import gnkit`.
+
+- `load_particle_dataset`, `read_split`, `ParticleDataset`, `ParticleTrajectory`: a dataset
+  folder (train / valid / test HDF5 and `metadata.json`) as positions [T, N, dim], particle
+  types [N] and the metadata;
+- `particle_dataset_path`: the shipped TGV 2D and reverse-Poiseuille 2D sets;
+- `periodic_displacements`, `finite_difference_velocities`: per-frame displacements and
+  velocities with the periodic wrap.
+
+The data is made by `benchmarks/sph_data.py` inside the JAX-SPH venv of
+`benchmarks/make_sph_venv.sh`; gnkit's own environment does not need JAX-SPH.
+"""
+
+from gnkit.extras import require
+
+require("particles", "gnkit.particles")
+
+from gnkit.particles.data import (  # noqa: E402
+    ParticleDataset,
+    ParticleTrajectory,
+    finite_difference_velocities,
+    load_particle_dataset,
+    particle_dataset_path,
+    periodic_displacements,
+    read_split,
+)
+
+__all__ = [
+    "ParticleDataset",
+    "ParticleTrajectory",
+    "finite_difference_velocities",
+    "load_particle_dataset",
+    "particle_dataset_path",
+    "periodic_displacements",
+    "read_split",
+]
