@@ -7,8 +7,10 @@ by `import gnkit`.
   folder (train / valid / test HDF5 and `metadata.json`) as positions [T, N, dim], particle
   types [N] and the metadata;
 - `particle_dataset_path`: the shipped TGV 2D and reverse-Poiseuille 2D sets;
-- `periodic_displacements`, `finite_difference_velocities`: per-frame displacements and
-  velocities with the periodic wrap.
+- `periodic_displacements`, `finite_difference_velocities`, `kinetic_energy`: per-frame
+  displacements, velocities and mean kinetic energy with the periodic wrap;
+- `python -m gnkit.particles DIR_OR_NAME ... [--json OUT]`: splits, frames, particles, kinetic
+  energy, and for Taylor-Green the fitted decay rate against the analytic one.
 
 The data is made by `benchmarks/sph_data.py` inside the JAX-SPH venv of
 `benchmarks/make_sph_venv.sh`; gnkit's own environment does not need JAX-SPH.
@@ -22,6 +24,7 @@ from gnkit.particles.data import (  # noqa: E402
     ParticleDataset,
     ParticleTrajectory,
     finite_difference_velocities,
+    kinetic_energy,
     load_particle_dataset,
     particle_dataset_path,
     periodic_displacements,
@@ -32,6 +35,7 @@ __all__ = [
     "ParticleDataset",
     "ParticleTrajectory",
     "finite_difference_velocities",
+    "kinetic_energy",
     "load_particle_dataset",
     "particle_dataset_path",
     "periodic_displacements",

@@ -133,3 +133,20 @@ def finite_difference_velocities(positions: np.ndarray, box: np.ndarray, frame_d
                                  periodic: np.ndarray | bool = True) -> np.ndarray:
     """Velocities [T - 1, N, dim] between frames: wrapped displacements over `frame_dt`."""
     return periodic_displacements(positions, box, periodic) / frame_dt
+
+
+def kinetic_energy(positions: np.ndarray, box: np.ndarray, frame_dt: float,
+                   periodic: np.ndarray | bool = True) -> np.ndarray:
+    """Mean kinetic energy per unit mass, |v|^2 / 2 averaged over particles, per frame pair.
+
+    Args:
+        positions: [T, N, dim].
+        box: box lengths [dim].
+        frame_dt: time between frames.
+        periodic: bool or bool [dim]; wrapped dimensions.
+
+    Returns:
+        [T - 1], at the midpoints (t + 1/2) * frame_dt of the frame pairs (host, NumPy).
+    """
+    velocities = finite_difference_velocities(positions, box, frame_dt, periodic)
+    return 0.5 * np.mean(np.sum(velocities**2, axis=-1), axis=-1)
