@@ -1,10 +1,13 @@
 """benchmarks.chemprop_compare and benchmarks.dmpnn stay runnable: tiny runs of gnkit's side
 (always) and of both tools with the thread probe per data set (where chemprop is installed: the
-bench extra); the merge of records on other seeds."""
+bench extra, or benchmarks/make_chemprop_venv.sh), regression and classification; the shipped
+classification set, the validation cross-entropy by hand; the merge of records on other
+seeds."""
 
 import json
 import math
 
+import numpy as np
 import pytest
 
 from benchmarks import chemprop_compare
@@ -42,6 +45,54 @@ def test_chemprop_side_probes_threads_for_each_data_set(tmp_path):
         assert row["speedup"] == pytest.approx(
             row["chemprop"]["seconds_per_epoch"] / row["gnkit"]["seconds_per_epoch"]
         )
+
+
+def test_shipped_classification_set_has_its_two_tasks_and_their_positives():
+    dataset = chemprop_compare.shipped_dataset("solubility_classes")
+    assert len(dataset) == 1273 and dataset.tasks == ("soluble", "highly_soluble")
+    assert dataset.targets.sum(axis=0).tolist() == [759, 245]  # medium or high; high
+    assert (dataset.targets[:, 1] <= dataset.targets[:, 0]).all()  # high is also soluble
+    assert len(chemprop_compare.shipped_dataset("solubility_classes", 50)) == 50
+
+
+def test_cross_entropy_is_the_mean_over_known_labels_with_torch_clamp():
+    probabilities = np.array([[0.8, 0.5], [0.1, 1.0], [0.3, 0.0]])
+    labels = np.array([[1, np.nan], [0, 1], [1, 1]])
+    # -log 0.8, -log 0.9, -log 1 = 0, -log 0.3, and log 0 clamped at -100.
+    expected = (-math.log(0.8) - math.log(0.9) + 0.0 - math.log(0.3) + 100.0) / 5
+    assert chemprop_compare.cross_entropy(probabilities, labels) == pytest.approx(expected)
+
+
+def test_classification_runs_are_scored_per_task_and_summarised():
+    predictions = np.array([[0.9, 0.2], [0.2, 0.6], [0.6, 0.7], [0.4, 0.1]])
+    targets = np.array([[1, 0], [0, 1], [1, 0], [0, np.nan]])
+    scores = chemprop_compare.score_predictions(predictions, targets, True)
+    # Task 0 ranks both positives first (AUROC 1); task 1: its positive (0.6) above one of the
+    # two negatives (0.2) and below the other (0.7), AUROC 1/2.
+    assert [task["auroc"] for task in scores["tasks"]] == [1.0, 0.5]
+    assert scores["auroc"] == pytest.approx(0.75)
+    runs = [{**scores, "epoch_seconds": [2.0, 1.0, 1.5], "cpu_minutes": 0.5},
+            {**scores, "auroc": 0.25, "epoch_seconds": [1.0, 1.0], "cpu_minutes": 0.5}]
+    summary = chemprop_compare._summary(runs)
+    assert summary["auroc"] == {"mean": 0.5, "std": 0.25} and "rmse" not in summary
+    assert summary["seconds_per_epoch"] == 1.125  # median of the medians 1.25 and 1.0
+    line = chemprop_compare.format_row("solubility_classes", "random", {"gnkit": summary})
+    assert "gnkit AUROC 0.500 +- 0.250 (1.12 s/epoch)" in line
+
+
+@pytest.mark.slow
+def test_both_tools_train_and_score_the_classification_set(tmp_path):
+    pytest.importorskip("chemprop")
+    results = chemprop_compare.main(
+        ["--data", "solubility_classes", "--splits", "scaffold", "--seeds", "0", "--epochs", "2",
+         "--max-molecules", "120", "--no-default", "--threads", "1"]
+    )
+    row = results["rows"]["solubility_classes_scaffold"]
+    for side in ("gnkit", "chemprop"):
+        (run,) = row[side]["per_seed"]
+        assert len(run["tasks"]) == 2 and len(run["epoch_seconds"]) == 2
+        finite = [task["auroc"] for task in run["tasks"] if math.isfinite(task["auroc"])]
+        assert run["auroc"] == pytest.approx(np.mean(finite))
 
 
 def _record(seeds, rmse):

@@ -248,7 +248,7 @@ def plot_calibration(parity: dict, tasks, results: dict, path: Path) -> Path:
     its expected calibration error in the legend; below, the molecules in each bin."""
     plt = experiments.pyplot()
     figure, (top, bottom) = plt.subplots(
-        2, 1, figsize=(4.4, 5.0), sharex=True, height_ratios=(3, 1), layout="constrained"
+        2, 1, figsize=(4.6, 5.2), sharex=True, height_ratios=(3, 1), layout="constrained"
     )
     top.plot([0, 1], [0, 1], color="black", linewidth=0.8, label="perfectly calibrated")
     for column, task in enumerate(tasks):
@@ -266,8 +266,8 @@ def plot_calibration(parity: dict, tasks, results: dict, path: Path) -> Path:
     top.set_ylim(0, 1)
     top.set_ylabel("observed fraction of positives")
     top.set_title(
-        f"{results['model']}, {Path(results['data']).name} {results['split']}: test, "
-        f"{len(parity)} replicate{'s' if len(parity) > 1 else ''} pooled",
+        f"{results['model']}, {Path(results['data']).name}, {results['split']} split\n"
+        f"test molecules of {len(parity)} replicate{'s' if len(parity) > 1 else ''}",
         fontsize=9,
     )
     top.legend(fontsize=7)
