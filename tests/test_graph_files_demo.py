@@ -4,6 +4,7 @@ one-line errors of bad files through the command; every new flag in each verb's 
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -178,3 +179,16 @@ def test_each_verbs_help_lists_the_new_flags_with_a_line_each(verb, capsys, monk
             words = lines[rows[0] + 1].split()
             assert not words[0].startswith("-"), flag
         assert len(words) > 2, flag
+
+
+@pytest.mark.slow
+def test_the_own_graphs_guide_code_runs():
+    """The guide's Python blocks, in order: its error, the networkx and PyG-style paths and a
+    short training run on the karate club."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "guides" / "own_graphs.md"
+    code = "\n".join(re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M))
+    namespace = {"__name__": "docs_own_graphs"}
+    exec(compile(code, str(page), "exec"), namespace)
+    assert namespace["results"]["classes"] == ["Mr. Hi", "Officer"]
