@@ -60,16 +60,21 @@ class Table:
         """Column `name` as float64 `[rows]`; the first empty, non-numeric or non-finite cell
         is named."""
         values = self.require_cells(name, setting)
-        numbers = np.empty(len(values), np.float64)
-        for row, text in enumerate(values):
-            try:
-                numbers[row] = float(text)
-            except ValueError:
-                raise GraphFileError(
-                    f"{self.locate(row)}: column {name!r} holds {text!r}, not a number"
-                ) from None
-            if not np.isfinite(numbers[row]):
-                raise GraphFileError(f"{self.locate(row)}: column {name!r} holds {text!r}")
+        try:
+            numbers = values.astype(np.float64)
+        except ValueError:  # find the first cell that is not a number
+            for row, text in enumerate(values):
+                try:
+                    float(text)
+                except ValueError:
+                    raise GraphFileError(
+                        f"{self.locate(row)}: column {name!r} holds {text!r}, not a number"
+                    ) from None
+            raise
+        infinite = np.flatnonzero(~np.isfinite(numbers))
+        if infinite.size:
+            row = int(infinite[0])
+            raise GraphFileError(f"{self.locate(row)}: column {name!r} holds {values[row]!r}")
         return numbers
 
 
