@@ -1,7 +1,7 @@
 """gnkit's benchmark suite: gnkit vs jraph (and PyG when installed), measured in one run.
 
     python -m benchmarks [--quick] [--json PATH] [--reps 5] [--only w1,w2,...]
-                         [--malloc all|both|default|tuned|hugepages|opt-in|current]
+                         [--malloc all|both|default|system|tuned|hugepages|current]
                          [--ablations] [--no-pyg] [--torch-threads 1,2] [--tolerance T]
 
 Workloads (see `benchmarks/workloads.py`): W1 a graph-network step on Sudoku graphs, W1 x 8 the
@@ -14,18 +14,21 @@ steps and the bucketed-padding stream (`benchmarks/bucketing.py`).
 Every contender's forward output is checked against gnkit's on the same weights first. Then each
 contender is warmed up and timed `--reps` times, interleaved (one step of each in turn), and the
 table gives the median / min / max step time, the ratio peer median / gnkit median (above 1:
-gnkit is faster), the compile time, XLA's peak-memory estimate and the minor page faults per
-timed step (getrusage; a fresh 4 KB page touched is one fault). PyG runs once per torch
-intra-op thread count in `--torch-threads` (eager, and `torch.compile` where the workload has it).
-With `--malloc all` (the default for full runs) everything runs four times, in subprocesses:
-under glibc's default allocator ("default"), with `MALLOC_MMAP_MAX_=0
-MALLOC_TRIM_THRESHOLD_=68719476736` in the environment ("tuned"), with
-`GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (large blocks on transparent huge pages, "hugepages")
-and with `gnkit.tuning.use_fast_allocator()` called before the first JAX computation
-("opt-in"); `--malloc both` runs the first two. The summary gives gnkit's time under the
-default allocator first, then each library's best (allocator x thread count) setting, naming
-the winner. `--quick` runs everything at tiny size in this process (the tests use it). Host
-only.
+gnkit is faster), the compile time, XLA's peak-memory estimate, the minor page faults per
+timed step (getrusage; a fresh 4 KB page touched is one fault) and the fraction of the
+workload's roofline bound reached (`benchmarks/roofline.py`: gnkit's FLOPs and bytes from XLA's
+cost analysis against the peak matmul rate and copy bandwidth measured at the start of the same
+run). PyG runs once per torch intra-op thread count in `--torch-threads` (eager, and
+`torch.compile` where the workload has it). With `--malloc all` (the default for full runs)
+everything runs four times, in subprocesses: under gnkit's default (the allocator setting
+`import gnkit` applies, "default"), under glibc's own defaults (`GNKIT_SYSTEM_MALLOC=1`,
+"system"), with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736` in the environment
+("tuned") and with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (large blocks on transparent huge
+pages, "hugepages"), the last two on top of glibc's defaults; `--malloc both` runs the first
+two. Every setting applies to the whole process, peers included. The summary gives gnkit's time
+under its default first, then each library's best (allocator x thread count) setting, naming
+the winner, with each one's roofline fraction. `--quick` runs everything at tiny size in this
+process (the tests use it). Host only.
 """
 
 from __future__ import annotations
@@ -46,17 +49,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import workloads
+from benchmarks import roofline, workloads
+from gnkit import tuning
 
+SYSTEM_MALLOC = {tuning.SYSTEM_MALLOC_ENV: "1"}
 TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 HUGE_PAGES = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 # The environment each allocator setting's process starts with (on top of the caller's, less
-# these variables); "opt-in" calls gnkit.tuning.use_fast_allocator() instead.
-ALLOCATOR_ENV = {"default": {}, "tuned": TUNED_MALLOC, "hugepages": HUGE_PAGES, "opt-in": {}}
-ALLOCATOR_SETTINGS = {
-    "all": ("default", "tuned", "hugepages", "opt-in"),
-    "both": ("default", "tuned"),
+# these variables): "default" is what `import gnkit` sets up, the others keep glibc's defaults
+# and add their own variables.
+ALLOCATOR_ENV = {
+    "default": {},
+    "system": SYSTEM_MALLOC,
+    "tuned": SYSTEM_MALLOC | TUNED_MALLOC,
+    "hugepages": SYSTEM_MALLOC | HUGE_PAGES,
 }
+# `--malloc` values and the settings each runs, one process per setting.
+ALLOCATOR_SETTINGS = {
+    "all": ("default", "system", "tuned", "hugepages"),
+    "both": ("default", "system"),
+} | {setting: (setting,) for setting in ALLOCATOR_ENV}
+# Set in a setting's own process to its name: that process runs the workloads itself.
+_SETTING_ENV = "GNKIT_BENCHMARK_SETTING"
 
 
 def _block(value) -> None:
@@ -156,6 +170,16 @@ def time_workload(workload: workloads.Workload, reps: int, warmup: int) -> dict:
     return result
 
 
+def workload_cost(workload: workloads.Workload) -> dict[str, float] | None:
+    """The work the roofline counts for a workload: XLA's FLOPs and bytes of gnkit's compiled
+    step, or, for a workload without one but with a byte count (the segment-sum probe), those
+    bytes and no FLOPs."""
+    cost = workload.contenders[_reference_name(list(workload.contenders))].cost
+    if cost is None and workload.bytes_moved:
+        return {"flops": 0.0, "bytes": float(workload.bytes_moved)}
+    return cost
+
+
 def rrn_memory(quick: bool) -> dict:
     """Compile time and XLA peak memory of a Sudoku RRN training gradient, 8 vs 64 steps, with
     per-step remat, blocked (sqrt-T) remat and none. `logits_bytes` is the `[T, B, 81, 9]` output
@@ -220,7 +244,9 @@ def machine() -> dict:
         "load_average": os.getloadavg(),
         "jax": jax.__version__,
         "platform": jax.devices()[0].platform,
-        "allocator": {key: os.environ.get(key, "unset") for key in TUNED_MALLOC | HUGE_PAGES},
+        "allocator": {
+            key: os.environ.get(key, "unset") for key in SYSTEM_MALLOC | TUNED_MALLOC | HUGE_PAGES
+        },
     }
     try:
         with open("/proc/cpuinfo") as stream:
@@ -241,6 +267,9 @@ def run(args) -> dict:
     pyg = workloads.have_pyg() and not args.no_pyg
     warmup = 1 if args.quick else 2
     results = {"machine": machine(), "pyg": pyg, "timed": {}}
+    peaks = roofline.machine_peaks(args.quick)
+    results["machine"]["roofline"] = peaks
+    print_peaks(peaks)
     results["machine"]["torch_threads"] = args.torch_threads if pyg else None
     results["machine"]["torch_device"] = workloads.torch_device() if pyg else None
     selected = args.only.split(",") if args.only else list(workloads.WORKLOADS) + [
@@ -255,6 +284,7 @@ def run(args) -> dict:
             if args.tolerance is not None:
                 workload.tolerance = args.tolerance
             results["timed"][workload.name] = time_workload(workload, args.reps, warmup)
+            roofline.annotate(results["timed"][workload.name], workload_cost(workload), peaks)
             print_timed(workload.name, results["timed"][workload.name])
         elif key == "rrn":
             results["rrn_memory"] = rrn_memory(args.quick)
@@ -271,11 +301,30 @@ def _mb(value) -> str:
     return "-" if value is None else f"{value / 2**20:.0f}"
 
 
+def _percent(fraction) -> str:
+    return "-" if fraction is None else f"{fraction * 100:.1f}"
+
+
+def print_peaks(peaks: dict) -> None:
+    print(
+        f"machine: peak f32 matmul {peaks['matmul_gflops']:.1f} GFLOP/s (jnp.dot "
+        f"{peaks['matmul_side']}^2), copy {peaks['copy_gbs']:.1f} GB/s read + written "
+        f"({peaks['copy_bytes'] / 2**20:.0f} MB)",
+        flush=True,
+    )
+
+
 def print_timed(name: str, result: dict) -> None:
     print(f"\n{name}: {result['description']}", flush=True)
+    if "cost" in result:
+        print(
+            f"gnkit's step: {result['cost']['flops'] / 1e9:.3f} GFLOP, "
+            f"{result['cost']['bytes'] / 1e6:.1f} MB accessed; roofline bound "
+            f"{result['bound_s'] * 1e3:.2f} ms ({result['bound_by']})"
+        )
     header = (
         f"{'contender':28s} {'median ms':>10s} {'min ms':>9s} {'max ms':>9s} "
-        f"{'x gnkit':>8s} {'compile s':>9s} {'peak MB':>8s} {'faults':>7s}"
+        f"{'x gnkit':>8s} {'compile s':>9s} {'peak MB':>8s} {'faults':>7s} {'roof %':>6s}"
     )
     if "bytes_moved" in result:
         header += f" {'GB/s':>6s}"
@@ -284,7 +333,8 @@ def print_timed(name: str, result: dict) -> None:
         line = (
             f"{contender:28s} {row['median_s'] * 1e3:10.1f} {row['min_s'] * 1e3:9.1f} "
             f"{row['max_s'] * 1e3:9.1f} {row['ratio']:8.2f} {row['compile_s']:9.2f} "
-            f"{_mb(row['peak_bytes']):>8s} {row['page_faults_per_step']:7.0f}"
+            f"{_mb(row['peak_bytes']):>8s} {row['page_faults_per_step']:7.0f} "
+            f"{_percent(row.get('roofline_fraction')):>6s}"
         )
         if "gb_per_s" in row:
             line += f" {row['gb_per_s']:6.2f}"
@@ -352,7 +402,9 @@ def peer_candidates(settings: dict[str, dict], workload: str) -> dict[str, dict[
 def summarise(settings: dict[str, dict]) -> list[dict]:
     """Per workload and peer: gnkit under the default allocator, gnkit's best setting and the
     peer's best setting (allocator x thread count), with the speed-ups peer best / gnkit default
-    and peer best / gnkit best (above 1: gnkit is faster)."""
+    and peer best / gnkit best (above 1: gnkit is faster) and the fraction of the roofline bound
+    each of the three reaches (`roofline_*`: the bound of the default setting's run over the
+    time; None where the workload has no bound)."""
     summary = []
     default = "default" if "default" in settings else next(iter(settings))
     for workload in next(iter(settings.values()))["timed"]:
@@ -360,6 +412,11 @@ def summarise(settings: dict[str, dict]) -> list[dict]:
         reference = _reference_name(list(candidates))
         gnkit_default = candidates[reference][default]
         gnkit_setting, gnkit_best = best_setting(candidates[reference])
+        bound = settings[default]["timed"][workload].get("bound_s")
+
+        def fraction(seconds, bound=bound):
+            return None if bound is None else bound / seconds
+
         for peer, timings in candidates.items():
             if peer == reference:
                 continue
@@ -376,6 +433,10 @@ def summarise(settings: dict[str, dict]) -> list[dict]:
                     "peer_best_setting": peer_setting,
                     "speedup_default": peer_best / gnkit_default,
                     "speedup": peer_best / gnkit_best,
+                    "bound_s": bound,
+                    "roofline_gnkit_default": fraction(gnkit_default),
+                    "roofline_gnkit_best": fraction(gnkit_best),
+                    "roofline_peer_best": fraction(peer_best),
                 }
             )
     return summary
@@ -408,10 +469,12 @@ def allocator_table(settings: dict[str, dict]) -> list[dict]:
     return table
 
 
-def print_summary(summary: list[dict], allocators: list[dict]) -> None:
+def print_summary(summary: list[dict], allocators: list[dict], peaks: dict[str, dict]) -> None:
+    """The allocator table, the best-vs-best table with roofline fractions, and each setting's
+    measured machine rates (`peaks`: `{setting: machine_peaks() of its run}`)."""
     print(
         "\ngnkit under each allocator setting: ms and page faults per step (default / best: "
-        "the cost of not tuning)"
+        "the cost of staying with gnkit's default)"
     )
     for row in allocators:
         times = ", ".join(
@@ -419,20 +482,36 @@ def print_summary(summary: list[dict], allocators: list[dict]) -> None:
             for label, value in row["times_s"].items()
         )
         print(f"{row['workload']:22s} {times}; default / best {row['default_over_best']:.2f}")
+    if allocators:
+        worst = max(allocators, key=lambda row: row["default_over_best"])
+        print(
+            f"worst default / best: {worst['default_over_best']:.2f} ({worst['workload']}, "
+            f"best: {worst['best_setting']})"
+        )
+    print("\nMachine rates measured in each setting's run (the roofline's peaks):")
+    for setting, rates in peaks.items():
+        print(f"  {setting:10s} ", end="")
+        print_peaks(rates)
     print(
-        "\nBest setting vs best setting, gnkit under the default allocator first "
-        "(speed-up above 1: gnkit is faster)"
+        "\nBest setting vs best setting, gnkit under its default allocator first "
+        "(speed-up above 1: gnkit is faster); roof %: the fraction of the roofline bound "
+        "reached (the default run's bound from gnkit's FLOPs and bytes, for every library)"
     )
     print(
         f"{'workload':20s} {'peer':24s} {'gnkit default':>13s} {'x':>5s} "
-        f"{'gnkit best':>10s} {'x':>5s} {'peer best':>9s}  peer's best setting"
+        f"{'gnkit best':>10s} {'x':>5s} {'peer best':>9s} {'roof % default/best/peer':>24s}"
+        "  peer's best setting"
     )
     for row in summary:
+        fractions = "/".join(
+            _percent(row.get(f"roofline_{key}")) for key in ("gnkit_default", "gnkit_best",
+                                                              "peer_best")
+        )
         print(
             f"{row['workload']:20s} {row['peer']:24s} {row['gnkit_default_s'] * 1e3:11.1f}ms "
             f"{row['speedup_default']:5.2f} {row['gnkit_best_s'] * 1e3:8.1f}ms "
-            f"{row['speedup']:5.2f} {row['peer_best_s'] * 1e3:7.1f}ms  {row['peer_best_setting']}"
-            f" (gnkit best: {row['gnkit_best_setting']})"
+            f"{row['speedup']:5.2f} {row['peer_best_s'] * 1e3:7.1f}ms {fractions:>24s}  "
+            f"{row['peer_best_setting']} (gnkit best: {row['gnkit_best_setting']})"
         )
 
 
@@ -444,10 +523,9 @@ def _parse(argv):
     parser.add_argument("--only", help="comma-separated: w1,w1x8,w2,w3,w4,w5,probe,rrn,bucketing")
     parser.add_argument(
         "--malloc",
-        choices=("all", "both", "default", "tuned", "hugepages", "opt-in", "current"),
-        help="allocator settings, each in its own process for all/both (default: all; quick: "
-        "current); one setting runs in this process, opt-in calling "
-        "gnkit.tuning.use_fast_allocator() first",
+        choices=(*ALLOCATOR_SETTINGS, "current"),
+        help="allocator settings, each run in its own process started with that setting's "
+        "environment (default: all; quick: current, this process as it is)",
     )
     parser.add_argument("--ablations", action="store_true", help="also time each fast path off")
     parser.add_argument("--no-pyg", action="store_true", help="skip PyTorch Geometric")
@@ -473,16 +551,13 @@ def _parse(argv):
 
 
 def _run_in_subprocess(setting: str, argv: Sequence[str] | None) -> dict:
-    """One allocator setting's run in a fresh process: its environment set before Python starts
-    (the default and tuned settings), or gnkit's opt-in called before JAX starts."""
+    """One allocator setting's run in a fresh process, its environment set before Python
+    starts."""
     given = list(argv if argv is not None else sys.argv[1:])
     forwarded = [arg for index, arg in enumerate(given) if not _is_json_arg(given, index)]
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in TUNED_MALLOC and key not in HUGE_PAGES
-    }
-    env.update(ALLOCATOR_ENV[setting])
+    controlled = SYSTEM_MALLOC | TUNED_MALLOC | HUGE_PAGES
+    env = {key: value for key, value in os.environ.items() if key not in controlled}
+    env.update(ALLOCATOR_ENV[setting], **{_SETTING_ENV: setting})
     print(f"\n===== allocator: {setting} =====", flush=True)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "result.json")
@@ -495,19 +570,16 @@ def _run_in_subprocess(setting: str, argv: Sequence[str] | None) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = _parse(argv)
-    if args.malloc in ALLOCATOR_SETTINGS:
+    if args.malloc in ALLOCATOR_SETTINGS and os.environ.get(_SETTING_ENV) != args.malloc:
         settings = {
             setting: _run_in_subprocess(setting, argv)
             for setting in ALLOCATOR_SETTINGS[args.malloc]
         }
     else:
-        if args.malloc == "opt-in":
-            from gnkit import tuning
-
-            tuning.use_fast_allocator()
         settings = {args.malloc: run(args)}
     summary = summarise(settings)
-    print_summary(summary, allocator_table(settings))
+    peaks = {setting: result["machine"]["roofline"] for setting, result in settings.items()}
+    print_summary(summary, allocator_table(settings), peaks)
     output = {"settings": settings, "summary": summary}
     if args.json:
         with open(args.json, "w") as stream:

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import roofline
+
 LEARNING_RATE = 1e-3
 
 
@@ -28,7 +30,8 @@ class Contender:
     time (None where the library compiles lazily, then the runner reports first-call overhead);
     `peak_bytes` is XLA's estimate of the step's live memory (arguments + outputs + temporaries).
     `peer` names the library and mode when the contender is one setting of it (`"pyg eager"` at
-    `setting` `"2 threads"`); the summary keeps each peer's best setting.
+    `setting` `"2 threads"`); the summary keeps each peer's best setting. `cost` is XLA's
+    `{"flops", "bytes"}` of a compiled JAX step (`benchmarks.roofline.cost_of`), or None.
     """
 
     step: Callable[[], object]
@@ -37,6 +40,7 @@ class Contender:
     peak_bytes: int | None = None
     peer: str | None = None
     setting: str = ""
+    cost: dict[str, float] | None = None
 
 
 @dataclasses.dataclass
@@ -106,6 +110,7 @@ def jax_contender(forward_fn, objective, params, batch, donate: bool = True) -> 
         forward=lambda: np.asarray(compiled(_copy(params), batch)[2]),
         compile_s=compile_s,
         peak_bytes=peak,
+        cost=roofline.cost_of(compiled),
     )
 
 

@@ -45,6 +45,11 @@ def test_quick_run_prints_every_workload_and_writes_json(tmp_path, capsys):
         for row in workload["rows"].values():
             assert row["min_s"] <= row["median_s"] <= row["max_s"]
             assert row["page_faults_per_step"] >= 0
+            # Every workload has a roofline bound: gnkit's XLA cost, or the probe's bytes.
+            assert row["roofline_fraction"] == pytest.approx(workload["bound_s"] / row["median_s"])
+    assert timed["segment-sum probe"]["cost"]["flops"] == 0.0
+    assert timed["W1 graph network"]["cost"]["flops"] > 0
+    assert "roof %" in printed and "peak f32 matmul" in printed
     # Every peer of every workload appears in the summary, with its speed-ups.
     peers = {(row["workload"], row["peer"]) for row in result["summary"]}
     assert ("W1 graph network", "jraph") in peers
@@ -112,6 +117,47 @@ def test_summary_takes_each_library_at_its_best_setting_and_gnkit_default_first(
     assert allocators["default_over_best"] == pytest.approx(0.028 / 0.0147)
 
 
+def test_roofline_bound_is_the_slower_of_compute_and_memory_at_the_measured_rates():
+    from benchmarks import roofline
+
+    peaks = {"matmul_gflops": 100.0, "copy_gbs": 10.0}
+    # 2 GFLOP at 100 GFLOP/s: 20 ms; 1 GB at 10 GB/s: 100 ms; the bound is memory's.
+    assert roofline.bound_seconds({"flops": 2e9, "bytes": 1e9}, peaks) == pytest.approx(0.1)
+    assert roofline.bound_seconds({"flops": 5e10, "bytes": 1e9}, peaks) == pytest.approx(0.5)
+    result = {"rows": {"gnkit": {"median_s": 0.2}, "jraph": {"median_s": 0.4}}}
+    roofline.annotate(result, {"flops": 2e9, "bytes": 1e9}, peaks)
+    assert result["bound_by"] == "memory" and result["bound_s"] == pytest.approx(0.1)
+    assert result["rows"]["gnkit"]["roofline_fraction"] == pytest.approx(0.5)
+    assert result["rows"]["jraph"]["roofline_fraction"] == pytest.approx(0.25)
+    untouched = {"rows": {"gnkit": {"median_s": 0.2}}}
+    roofline.annotate(untouched, None, peaks)
+    assert untouched == {"rows": {"gnkit": {"median_s": 0.2}}}
+
+
+def test_roofline_cost_is_xla_count_of_a_matmul_and_the_summary_uses_the_default_bound():
+    from benchmarks import roofline
+
+    side = 64
+    a = jnp.ones((side, side), jnp.float32)
+    cost = roofline.cost_of(jax.jit(jnp.dot).lower(a, a).compile())
+    # A [64, 64] @ [64, 64] matmul: 2 * 64^3 FLOPs; two inputs and one output of 16 KB each.
+    assert cost == {"flops": 2.0 * side**3, "bytes": 3.0 * side * side * 4}
+    settings = {
+        "default": _timed({"gnkit": ("gnkit", "", 0.02), "jraph": ("jraph", "", 0.05)}),
+        "system": _timed({"gnkit": ("gnkit", "", 0.01), "jraph": ("jraph", "", 0.04)}),
+    }
+    settings["default"]["timed"]["W2 GAT"]["bound_s"] = 0.005
+    (row,) = bench.summarise(settings)
+    assert row["roofline_gnkit_default"] == pytest.approx(0.005 / 0.02)
+    assert row["roofline_gnkit_best"] == pytest.approx(0.005 / 0.01)
+    assert row["roofline_peer_best"] == pytest.approx(0.005 / 0.04)
+    probe = workloads.Workload(
+        "probe", "", {"gnkit": workloads.Contender(step=lambda: None, forward=None)},
+        bytes_moved=1000,
+    )
+    assert bench.workload_cost(probe) == {"flops": 0.0, "bytes": 1000.0}
+
+
 def test_best_setting_picks_the_fastest_and_the_first_of_a_tie():
     assert bench.best_setting({"a": 2.0, "b": 1.0, "c": 1.5}) == ("b", 1.0)
     assert bench.best_setting({"a": 1.0, "b": 1.0}) == ("a", 1.0)
@@ -121,8 +167,13 @@ def test_allocator_settings_and_thread_counts_parse():
     args = bench._parse(["--torch-threads", "1,2,4"])
     assert args.torch_threads == (1, 2, 4)
     assert args.malloc == "all"
-    assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "tuned", "hugepages", "opt-in")
+    assert bench.ALLOCATOR_SETTINGS[args.malloc] == ("default", "system", "tuned", "hugepages")
     assert set(bench.ALLOCATOR_ENV) == set(bench.ALLOCATOR_SETTINGS["all"])
+    # gnkit's default is the environment as `import gnkit` finds it; the others opt out of it.
+    assert bench.ALLOCATOR_ENV["default"] == {}
+    for setting in ("system", "tuned", "hugepages"):
+        assert bench.ALLOCATOR_ENV[setting]["GNKIT_SYSTEM_MALLOC"] == "1"
+    assert bench.ALLOCATOR_SETTINGS["tuned"] == ("tuned",)
     assert bench._parse(["--quick"]).malloc == "current"
     assert bench._parse(["--tolerance", "0.02"]).tolerance == 0.02
 
