@@ -44,6 +44,9 @@ DEMOS = {
     ),
     "typed-nodes": ("gnkit.demos.typed_nodes", "UMLS typed nodes: R-GCN, to_hetero vs GCN twin"),
     "rdl": ("gnkit.demos.rdl", "the Lahman database: a temporal typed GNN against LightGBM"),
+    "potentials": (
+        "gnkit.demos.potentials", "interatomic potentials: SchNet, PaiNN, NequIP, MACE"
+    ),
 }
 DEMO_EXTRAS = ("matplotlib", "rich", "tyro")
 _INSTALL_DEMOS = 'pip install "gnkit[demos]"'
