@@ -109,6 +109,19 @@ def test_predict_on_new_tables_writes_their_predictions(node_run, capsys):
     predicted = np.array([row["prediction"] for row in rows])
     assert summary["labelled_accuracy"] == pytest.approx(np.mean(predicted == labels))
     assert summary["labelled_accuracy"] > 0.9
+    unlabelled = folder / "new" / "unlabelled.csv"  # the same nodes without the label column
+    unlabelled.write_text("".join(line.rsplit(",", 1)[0] + "\n"
+                                  for line in nodes.read_text().splitlines()))
+    output = folder / "new" / "out.csv"
+    summary = run_json(capsys, ["predict", "--run-dir", str(run_dir), "--model", "gcn",
+                                "--input-edges", str(edges), "--input-nodes", str(unlabelled),
+                                "--output", str(output)])
+    assert summary["labelled_accuracy"] is None
+    again = read_csv(output)
+    assert [row["label"] for row in again] == [""] * 120
+    assert [row["prediction"] for row in again] == predicted.tolist()
+    assert main(["predict", "--run-dir", str(run_dir), "--model", "gat"]) == 2
+    assert "--model gat: not a model of this run (gcn)" in capsys.readouterr().err
 
 
 def test_a_graph_classifier_learns_each_graphs_sign(tmp_path, capsys):

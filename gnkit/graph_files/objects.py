@@ -24,7 +24,8 @@ def from_networkx(
 ) -> LabelledGraph:
     """A node task from a networkx graph: its nodes (ids as text), edges (each once, as
     networkx lists them; `to_graphs_tuple(..., directed=False)` adds the reverse) and scalar
-    node attributes. Host.
+    node attributes. Host. (`gnkit.from_networkx` converts a graph whose attributes are
+    already stacked feature arrays, without labels or checks.)
 
     Args:
       nx_graph: a networkx graph (any kind).

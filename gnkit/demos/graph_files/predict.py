@@ -5,6 +5,7 @@ columns, written as CSV. Host driver around a jitted model."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -41,17 +42,18 @@ def _new_tables(config: GraphFilesConfig, run_data, flags) -> data_module.Data:
     try:
         read = {kind: graph_files.read_table(path, f"--input-{kind} {path}")
                 for kind, path in tables.items() if path}
-        source = read.get("labels", read["nodes"])
-        if config.label_column not in source.columns:  # nothing known: every row predicted
-            empty = np.full(source.num_rows, None, object)
-            read[next(k for k, t in read.items() if t is source)] = source.__class__(
-                source.name, {**source.columns, config.label_column: empty}, source.locate)
+        kind = "labels" if "labels" in read else "nodes"
+        if config.label_column not in read[kind].columns:  # no labels: every row predicted
+            empty = np.full(read[kind].num_rows, None, object)
+            read[kind] = dataclasses.replace(
+                read[kind], columns={**read[kind].columns, config.label_column: empty})
         names = run_data.labelled.feature_names
+        if names == ("log_degree",) and "log_degree" not in read["nodes"].columns:
+            names = ()  # the run had no feature columns: log(1 + degree) again
         labelled = graph_files.from_tables(
             read["nodes"], read["edges"], read.get("labels"), id_column=config.id_column,
             source_column=config.source_column, target_column=config.target_column,
-            label_column=config.label_column,
-            feature_columns=None if names == ("log_degree",) else names,
+            label_column=config.label_column, feature_columns=names,
             graph_column=config.graph_column or None, missing_labels="predict",
             classes=run_data.labelled.classes,
         )

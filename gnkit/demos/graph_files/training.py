@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -35,8 +34,9 @@ def optimizer(config: GraphFilesConfig) -> optax.GradientTransformation:
 
 
 def init(name: str, config: GraphFilesConfig, data: Data):
-    """Model `name`'s initial parameters from `config.seed`."""
-    return build_model(name, config, data).init(jax.random.key(config.seed), data.graph)
+    """Model `name`'s initial parameters from `config.seed` (one compiled call, not an eager
+    call per operation)."""
+    return jax.jit(build_model(name, config, data).init)(jax.random.key(config.seed), data.graph)
 
 
 @functools.cache
@@ -70,5 +70,6 @@ def make_evaluate(name: str, config: GraphFilesConfig, data: Data):
 
 
 def probabilities(scores: np.ndarray) -> np.ndarray:
-    """The softmax of logits `[M, C]`, float64."""
-    return np.asarray(jax.nn.softmax(jnp.asarray(scores, jnp.float32), axis=-1), np.float64)
+    """The softmax of logits `[M, C]`, float64 (host NumPy)."""
+    shifted = np.exp(np.asarray(scores, np.float64) - np.max(scores, axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
