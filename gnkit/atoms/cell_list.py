@@ -21,7 +21,7 @@ from gnkit.atoms.device_neighbors import (
     _check_arrays,
     _check_cutoff,
     _check_static,
-    _compact,
+    _packed,
     _padding_index,
     _reciprocal,
 )
@@ -128,22 +128,22 @@ def cell_list_neighbor_list(
         & (jnp.sum(vectors * vectors, axis=-1) < jnp.asarray(cutoff, dtype) ** 2)
     )
 
-    flat = keep.reshape(-1)
-    n_pairs = jnp.sum(flat, dtype=jnp.int32)
-    index = _compact(flat, capacity)
-    valid = jnp.arange(capacity) < n_pairs
     width = senders.shape[1]
-    pair_receivers = index // width
-    pair_senders = safe_senders.reshape(-1)[index]
-    shifts = (
-        image_shifts.reshape(-1, 3)[index] + offsets[pair_senders] - offsets[pair_receivers]
+
+    def pairs_at(index):
+        receivers = index // width
+        senders = safe_senders.reshape(-1)[index]
+        shifts = image_shifts.reshape(-1, 3)[index] + offsets[senders] - offsets[receivers]
+        return senders, receivers, shifts
+
+    pair_senders, pair_receivers, shifts, n_pairs = _packed(
+        keep.reshape(-1), capacity, _padding_index(atom_mask), pairs_at
     )
-    padding_index = _padding_index(atom_mask)
     spacings_needed = cutoff * jnp.linalg.norm(inverse, axis=0) * counts  # > 1: bins too thin
     neighbors = DeviceNeighbors(
-        senders=jnp.where(valid, pair_senders, padding_index).astype(jnp.int32),
-        receivers=jnp.where(valid, pair_receivers, padding_index).astype(jnp.int32),
-        shifts=jnp.where(valid[:, None], shifts, 0.0).astype(dtype),
+        senders=pair_senders,
+        receivers=pair_receivers,
+        shifts=shifts,
         n_pairs=n_pairs,
         overflow=n_pairs > capacity,
         image_overflow=jnp.any(spacings_needed > 1 + 1e-4),

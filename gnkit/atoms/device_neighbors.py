@@ -225,6 +225,25 @@ def _compact(keep: jax.Array, capacity: int) -> jax.Array:
     return jnp.zeros(capacity, jnp.int32).at[target].set(indices, mode="drop")
 
 
+def _packed(keep: jax.Array, capacity: int, padding_index: jax.Array, pairs_at):
+    """The candidate pairs where `keep` (`bool [P]`) holds, packed into `capacity` slots in order.
+
+    `pairs_at(index)` gives the senders, receivers and shifts (`[capacity]`, `[capacity]`,
+    `[capacity, 3]`) of the candidates at `index` (`int32 [capacity]`); the slots past the last
+    kept pair point at `padding_index` with zero shifts. Returns `(senders, receivers, shifts,
+    n_pairs)`, `n_pairs` the count of kept pairs (above `capacity` on overflow). Jittable.
+    """
+    n_pairs = jnp.sum(keep, dtype=jnp.int32)
+    senders, receivers, shifts = pairs_at(_compact(keep, capacity))
+    valid = jnp.arange(capacity) < n_pairs
+    return (
+        jnp.where(valid, senders, padding_index).astype(jnp.int32),
+        jnp.where(valid, receivers, padding_index).astype(jnp.int32),
+        jnp.where(valid[:, None], shifts, 0.0).astype(shifts.dtype),
+        n_pairs,
+    )
+
+
 def _image_grid(images: tuple[int, int, int]) -> np.ndarray:
     """`int [M, 3]`: every cell shift with `|S_k| <= images[k]`, lexicographic."""
     axes = [np.arange(-count, count + 1) for count in images]
@@ -268,22 +287,22 @@ def _pairs(positions, cells, pbc, atom_graph, atom_mask, cutoff, capacity, image
     self_pair = jnp.eye(n_atoms, dtype=bool)[:, :, None] & zero_image[None, None, :]
     keep = within & real[:, :, None] & allowed_images[atom_graph][:, None, :] & ~self_pair
 
-    flat = keep.reshape(-1)
-    n_pairs = jnp.sum(flat, dtype=jnp.int32)
-    index = _compact(flat, capacity)
     n_images = grid_np.shape[0]
-    receivers = index // (n_atoms * n_images)
-    senders = (index // n_images) % n_atoms
-    image = index % n_images
-    valid = jnp.arange(capacity) < n_pairs
-    shifts = grid[image] + offsets[senders] - offsets[receivers]
 
+    def pairs_at(index):
+        receivers = index // (n_atoms * n_images)
+        senders = (index // n_images) % n_atoms
+        return senders, receivers, grid[index % n_images] + offsets[senders] - offsets[receivers]
+
+    senders, receivers, shifts, n_pairs = _packed(
+        keep.reshape(-1), capacity, padding_index, pairs_at
+    )
     needed = cutoff * jnp.linalg.norm(inverse, axis=1)  # [G, 3]: column norms of inv(cell)
     short = pbc & (needed > jnp.asarray(images, dtype) + _IMAGE_TOLERANCE)
     return DeviceNeighbors(
-        senders=jnp.where(valid, senders, padding_index).astype(jnp.int32),
-        receivers=jnp.where(valid, receivers, padding_index).astype(jnp.int32),
-        shifts=jnp.where(valid[:, None], shifts, 0.0).astype(dtype),
+        senders=senders,
+        receivers=receivers,
+        shifts=shifts,
         n_pairs=n_pairs,
         overflow=n_pairs > capacity,
         image_overflow=jnp.any(short),

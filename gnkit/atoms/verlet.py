@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from gnkit.atoms.device_neighbors import (
     DeviceNeighbors,
     _check_cutoff,
-    _compact,
+    _packed,
     _padding_index,
     device_neighbor_list,
 )
@@ -117,14 +117,10 @@ def verlet_neighbors(verlet: VerletList, positions, cell, cutoff: float) -> Devi
         positions[skin_list.receivers] - positions[skin_list.senders] + skin_list.shifts @ cell
     )
     within = skin_list.pair_mask & (jnp.sum(vectors * vectors, axis=-1) < cutoff**2)
-    capacity = within.shape[0]
-    n_pairs = jnp.sum(within, dtype=jnp.int32)
-    index = _compact(within, capacity)
-    valid = jnp.arange(capacity) < n_pairs
-    padding_index = _padding_index(verlet.atom_mask)
-    return skin_list._replace(
-        senders=jnp.where(valid, skin_list.senders[index], padding_index),
-        receivers=jnp.where(valid, skin_list.receivers[index], padding_index),
-        shifts=jnp.where(valid[:, None], skin_list.shifts[index], 0.0),
-        n_pairs=n_pairs,
+    def pairs_at(index):
+        return skin_list.senders[index], skin_list.receivers[index], skin_list.shifts[index]
+
+    senders, receivers, shifts, n_pairs = _packed(
+        within, within.shape[0], _padding_index(verlet.atom_mask), pairs_at
     )
+    return skin_list._replace(senders=senders, receivers=receivers, shifts=shifts, n_pairs=n_pairs)
