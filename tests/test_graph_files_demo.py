@@ -126,7 +126,8 @@ def test_predict_on_new_tables_writes_their_predictions(node_run, capsys):
 
 def test_a_graph_classifier_learns_each_graphs_sign(tmp_path, capsys):
     """Paths of 3 to 7 nodes whose features are the graph's sign plus noise; the labels in a
-    table of their own, keyed by the graph column."""
+    table of their own, keyed by the graph column, where the last 10 graphs have none (and
+    are predicted with `--missing-labels predict`)."""
     rng = np.random.default_rng(0)
     nodes, edges, graphs = [["id", "molecule", "f"]], [["source", "target"]], [["molecule",
                                                                                  "label"]]
@@ -136,18 +137,24 @@ def test_a_graph_classifier_learns_each_graphs_sign(tmp_path, capsys):
         ids = [f"g{graph}_{atom}" for atom in range(size)]
         nodes += [[node, f"g{graph}", sign + 0.5 * rng.normal()] for node in ids]
         edges += list(zip(ids, ids[1:], strict=False))
-        graphs.append([f"g{graph}", "active" if sign > 0 else "inactive"])
+        if graph < 110:
+            graphs.append([f"g{graph}", "active" if sign > 0 else "inactive"])
     for name, rows in (("nodes", nodes), ("edges", edges), ("graphs", graphs)):
         with (tmp_path / f"{name}.csv").open("w", newline="") as file:
             csv.writer(file).writerows(rows)
     results = run_json(capsys, [
         "train", "--config", "tiny", "--edges", str(tmp_path / "edges.csv"), "--nodes",
         str(tmp_path / "nodes.csv"), "--labels", str(tmp_path / "graphs.csv"),
-        "--graph-column", "molecule", "--models", "gcn", "--run-dir", str(tmp_path / "run")])
+        "--graph-column", "molecule", "--models", "gcn", "--missing-labels", "predict",
+        "--run-dir", str(tmp_path / "run")])
     assert results["task"] == "graph" and results["graphs"] == 120
+    assert results["split_sizes"] == {"train": 88, "valid": 11, "test": 11}
     assert results["models"]["gcn"]["test"] > 0.9, results["models"]
     rows = read_csv(tmp_path / "run" / "predictions_gcn.csv")
     assert list(rows[0])[:3] == ["molecule", "split", "label"] and len(rows) == 120
+    assert [row["molecule"] for row in rows[110:]] == [f"g{graph}" for graph in range(110, 120)]
+    assert all(row["split"] == row["label"] == "" for row in rows[110:])
+    assert all(row["split"] and row["label"] for row in rows[:110])
 
 
 def test_bad_files_are_one_line_errors_naming_the_flag_file_column_and_row(tmp_path, capsys):
