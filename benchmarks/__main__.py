@@ -314,6 +314,14 @@ def print_peaks(peaks: dict) -> None:
     )
 
 
+def _loop_note(cost: dict) -> str:
+    counts = cost.get("loop_trip_counts")
+    if not counts:
+        return ""
+    return (f"; loops of {', '.join(map(str, counts))} iterations counted once by XLA: the bound "
+            "and roof % are lower bounds")
+
+
 def print_timed(name: str, result: dict) -> None:
     print(f"\n{name}: {result['description']}", flush=True)
     if "cost" in result:
@@ -321,6 +329,7 @@ def print_timed(name: str, result: dict) -> None:
             f"gnkit's step: {result['cost']['flops'] / 1e9:.3f} GFLOP, "
             f"{result['cost']['bytes'] / 1e6:.1f} MB accessed; roofline bound "
             f"{result['bound_s'] * 1e3:.2f} ms ({result['bound_by']})"
+            + _loop_note(result["cost"])
         )
     header = (
         f"{'contender':28s} {'median ms':>10s} {'min ms':>9s} {'max ms':>9s} "

@@ -142,6 +142,11 @@ def test_roofline_cost_is_xla_count_of_a_matmul_and_the_summary_uses_the_default
     cost = roofline.cost_of(jax.jit(jnp.dot).lower(a, a).compile())
     # A [64, 64] @ [64, 64] matmul: 2 * 64^3 FLOPs; two inputs and one output of 16 KB each.
     assert cost == {"flops": 2.0 * side**3, "bytes": 3.0 * side * side * 4}
+    # A scan of 8 such matmuls: XLA counts the loop body once, and the trip count is recorded.
+    scanned = jax.jit(lambda x: jax.lax.scan(lambda c, _: (c @ a, None), x, None, length=8)[0])
+    looped = roofline.cost_of(scanned.lower(a).compile())
+    assert looped["loop_trip_counts"] == [8]
+    assert looped["flops"] == pytest.approx(2.0 * side**3, rel=1e-3)
     settings = {
         "default": _timed({"gnkit": ("gnkit", "", 0.02), "jraph": ("jraph", "", 0.05)}),
         "system": _timed({"gnkit": ("gnkit", "", 0.01), "jraph": ("jraph", "", 0.04)}),
