@@ -178,23 +178,13 @@ def _check_timestep(timestep) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class VelocityVerlet:
-    """NVE velocity Verlet, ASE's `VelocityVerlet`: `p += dt F / 2; r += dt p / m`, new forces,
-    `p += dt F / 2`.
-
-    Attributes:
-      timestep: in ASE time units (`1.0 * ase.units.fs` is one femtosecond).
-    """
+class _Integrator:
+    """A splitting integrator: `move` before the new forces, the half `kick` after them."""
 
     timestep: float
 
     def __post_init__(self):
         _check_timestep(self.timestep)
-
-    def move(self, positions, momenta, forces, masses, key):
-        """The part before the new forces. Jittable. Returns `(positions, momenta, key)`."""
-        momenta = momenta + 0.5 * self.timestep * forces
-        return positions + self.timestep * momenta / masses[:, None], momenta, key
 
     def kick(self, momenta, forces):
         """The half kick after the new forces. Jittable."""
@@ -202,7 +192,22 @@ class VelocityVerlet:
 
 
 @dataclasses.dataclass(frozen=True)
-class Langevin:
+class VelocityVerlet(_Integrator):
+    """NVE velocity Verlet, ASE's `VelocityVerlet`: `p += dt F / 2; r += dt p / m`, new forces,
+    `p += dt F / 2`.
+
+    Attributes:
+      timestep: in ASE time units (`1.0 * ase.units.fs` is one femtosecond).
+    """
+
+    def move(self, positions, momenta, forces, masses, key):
+        """The part before the new forces. Jittable. Returns `(positions, momenta, key)`."""
+        momenta = momenta + 0.5 * self.timestep * forces
+        return positions + self.timestep * momenta / masses[:, None], momenta, key
+
+
+@dataclasses.dataclass(frozen=True)
+class Langevin(_Integrator):
     """NVT Langevin dynamics by BAOAB (Leimkuhler and Matthews 2013, as jax-md's `nvt_langevin`):
     half kick, half drift, the exact Ornstein-Uhlenbeck update
     `p -> c p + sqrt((1 - c^2) m k_B T) xi` with `c = exp(-friction dt)`, half drift, new forces,
@@ -214,12 +219,11 @@ class Langevin:
       friction: in 1 / ASE-time (`0.01 / ase.units.fs` relaxes momenta in 100 fs).
     """
 
-    timestep: float
     temperature: float
     friction: float
 
     def __post_init__(self):
-        _check_timestep(self.timestep)
+        super().__post_init__()
         for name in ("temperature", "friction"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
@@ -236,10 +240,6 @@ class Langevin:
         noise = jax.random.normal(noise_key, momenta.shape, momenta.dtype)
         momenta = decay * momenta + spread * noise
         return positions + half * momenta / masses[:, None], momenta, key
-
-    def kick(self, momenta, forces):
-        """The half kick after the new forces. Jittable."""
-        return momenta + 0.5 * self.timestep * forces
 
 
 def positions_energy_fn(energy: Callable[[jax.Array], jax.Array]) -> EnergyFn:
