@@ -113,8 +113,9 @@ def split_rows(config: GraphFilesConfig, labelled: graph_files.LabelledGraph):
         return parts
     rows = np.flatnonzero(labelled.labels >= 0)
     if rows.size < 3:
-        raise experiments.UsageError(f"--nodes {config.nodes}: {rows.size} labelled entities; "
-                                     "a split needs at least 3")
+        what = "graphs" if labelled.task == "graph" else "nodes"
+        raise experiments.UsageError(f"{rows.size} labelled {what}; a random split needs at "
+                                     "least 3")
     rows = np.random.default_rng(config.seed).permutation(rows)
     valid = max(1, round(config.sizes[1] * rows.size))
     test = max(1, round(config.sizes[2] * rows.size))
