@@ -52,6 +52,7 @@ DOCUMENTED_NAMESPACES = [
     "gnkit.aggregators",
     "gnkit.experiments",
     "gnkit.sampling",
+    "gnkit.graph_files",
     "gnkit.typed_graph",
     "gnkit.chem",
     "gnkit.atoms",
