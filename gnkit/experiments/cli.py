@@ -32,7 +32,7 @@ from typing import Any
 from gnkit import extras
 from gnkit.cli import demo_extras_message, missing_demo_extras
 from gnkit.experiments.checkpoints import report_checkpoints, trained_updates
-from gnkit.experiments.config import check_config, describe_fields
+from gnkit.experiments.config import check_config, describe_fields, setting_help
 from gnkit.experiments.demo import Demo, Options, Verb
 from gnkit.experiments.errors import UsageError
 from gnkit.experiments.overrides import parse_override
@@ -108,11 +108,12 @@ def _add_config_flags(parser: argparse.ArgumentParser, demo: Demo, verb: Verb) -
         help="override a config field (repeatable); typed by the field",
     )
     for field in demo.flag_fields:
+        about = setting_help(demo.config_type, field) or f"the config's {field}"
         parser.add_argument(
             _field_flag(field),
             dest=_FIELD_DEST + field,
             metavar="VALUE",
-            help=f"the config's {field} (the same as --set {field}=VALUE)",
+            help=f"{about} (--set {field}=VALUE)",
         )
     parser.add_argument("--seed", type=int, help="random seed (sets the config's seed)")
     parser.add_argument(

@@ -137,6 +137,12 @@ def config_from_dict(config_type: type, values: Mapping[str, Any], path: Path) -
         raise file_error(path, f"a {config_type.__name__} ({error})") from None
 
 
+def setting_help(config_type: type, name: str) -> str | None:
+    """The `help` line that `setting` gave field `name` of `config_type`, or None."""
+    field = next(field for field in dataclasses.fields(config_type) if field.name == name)
+    return field.metadata.get(_HELP)
+
+
 def describe_fields(config: Any) -> str:
     """One line per field: `name: type = value  help`, for a verb's `--help`."""
     lines = []

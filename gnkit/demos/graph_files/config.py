@@ -30,16 +30,20 @@ class GraphFilesConfig:
     source_column: str = setting("source", help="the edge table's source node column")
     target_column: str = setting("target", help="the edge table's target node column")
     label_column: str = setting("label", help="the class column (node or label table)")
-    feature_columns: str = setting("", help="comma-separated; empty: every other node column")
+    feature_columns: str = setting(
+        "", help="the feature columns, comma-separated (empty: all others)"
+    )
     graph_column: str = setting("", help="a node table column naming each node's graph")
     split_column: str = setting("", help="train/valid/test per labelled row; empty: random")
     sizes: tuple[float, float, float] = setting((0.8, 0.1, 0.1), minimum=0.0,
                                                 help="random split fractions")
     missing_labels: Literal["raise", "predict"] = setting(
-        "raise", help="an entity without a label: an error, or left out and predicted"
+        "raise", help="a node or graph without a label: raise, or predict it"
     )
     directed: bool = setting(False, help="keep edges one-way (default: both directions)")
-    models: tuple[ModelName, ...] = setting(("gcn", "sage", "mlp"), help="models, in turn")
+    models: tuple[ModelName, ...] = setting(
+        ("gcn", "sage", "mlp"), help="models to train, in turn (gcn, sage, mlp)"
+    )
     hidden: int = setting(64, minimum=1, help="hidden width of every model")
     updates: int = setting(200, minimum=1, help="Adam steps per model (full batch)")
     learning_rate: float = setting(0.01, minimum=0.0, help="Adam, warm-up then cosine decay")
