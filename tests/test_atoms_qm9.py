@@ -113,3 +113,20 @@ def test_bad_arguments_get_one_line_errors(call, named):
     with pytest.raises(ValueError) as error:
         call()
     assert named in str(error.value) and "\n" not in str(error.value)
+
+
+def test_command_writes_the_split_as_extended_xyz(tmp_path, capsys):
+    import ase.io
+
+    from gnkit.atoms.datasets.__main__ import main
+
+    path = tmp_path / "qm9_test.xyz.gz"
+    assert main(["qm9", "--out", str(path), "--split", "test", "--n-train", "40",
+                 "--n-validation", "10", "--n-test", "20", "--seed", "5"]) == 0
+    assert "wrote 20 structures" in capsys.readouterr().out
+    written = ase.io.read(path, index=":")
+    expected = load_qm9("test", seed=5, **SIZES)
+    assert [a.info["qm9_index"] for a in written] == [a.info["qm9_index"] for a in expected]
+    for read, molecule in zip(written, expected, strict=True):
+        assert read.get_potential_energy() == pytest.approx(molecule.get_potential_energy())
+        np.testing.assert_allclose(read.positions, molecule.positions, atol=1e-8)

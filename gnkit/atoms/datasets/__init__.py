@@ -12,6 +12,10 @@ Writing the EMT set from the command line (extended XYZ, compressed by the name'
 
     python -m gnkit.atoms.datasets emt --out emt.xyz.xz --n 1000 --seed 0
 
+and a split of a seeded QM9 subset (`load_qm9`'s sizes and seed):
+
+    python -m gnkit.atoms.datasets qm9 --out qm9_train.xyz.xz --split train --n-train 10000
+
 Host-side.
 """
 
