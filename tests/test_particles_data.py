@@ -3,7 +3,8 @@
 The shipped TGV 2D set (`gnkit/data/particles/tgv2d`, made by `benchmarks/sph_data.py`) is a
 decaying Taylor-Green vortex, u = -cos(2 pi x) sin(2 pi y) exp(-8 pi^2 nu t),
 v = sin(2 pi x) cos(2 pi y) exp(-8 pi^2 nu t) on the periodic unit box (JAX-SPH `cases/tgv.py`,
-nu = 0.01 from `defaults.py`, rho = 1), so its kinetic energy decays as exp(-16 pi^2 nu t).
+nu = 0.01 from `defaults.py`, rho = 1), so its kinetic energy decays as exp(-16 pi^2 nu t), up
+to the numerical dissipation of SPH at this resolution (the tolerances below).
 Velocities come from finite differences of the positions with the periodic wrap.
 """
 

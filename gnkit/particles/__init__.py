@@ -12,6 +12,9 @@ by `import gnkit`.
 - `python -m gnkit.particles DIR_OR_NAME ... [--json OUT]`: splits, frames, particles, kinetic
   energy, and for Taylor-Green the fitted decay rate against the analytic one.
 
+`gnkit.particles.gns` (imported on its own; it also needs the `atoms` extra for the periodic
+neighbour list): a GNS-style encode-process-decode model with LagrangeBench's one-step target.
+
 The data is made by `benchmarks/sph_data.py` inside the JAX-SPH venv of
 `benchmarks/make_sph_venv.sh`; gnkit's own environment does not need JAX-SPH.
 """
