@@ -45,10 +45,11 @@ p_bg_factor 0.05, seed 123), `rpf.py` (box 1 x 2, acceleration -1 in x above y =
 "20kevery100" gives write_every 100, where `rpf.yaml` says 10). RPF datasets also get
 LagrangeBench's `force.py` (the body force as a function of one particle's position).
 
-The `small` preset (the default) is what two shared CPU cores make in well under an hour, about
-0.15 s a step here: TGV 3 trajectories (one each for train / valid / test) of 2500 steps (t 1,
-26 frames) after 1000 relaxation steps; RPF one trajectory of 8000 steps after 1000 relaxation
-steps, its first 40 frames (t 2) dropped, 41 frames split along time.
+The `small` preset (the default) is what two shared CPU cores made in 31 (TGV) and 40 (RPF)
+minutes (0.17-0.27 s a step of wall time, about 0.03 CPU-s): TGV 3 trajectories (one each for
+train / valid / test) of 2500 steps (t 1, 26 frames) after 1000 relaxation steps; RPF one
+trajectory of 8000 steps after 1000 relaxation steps, its first 40 frames (t 2) dropped, 41
+frames split along time.
 """
 
 from __future__ import annotations
