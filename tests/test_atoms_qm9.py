@@ -130,3 +130,23 @@ def test_command_writes_the_split_as_extended_xyz(tmp_path, capsys):
     for read, molecule in zip(written, expected, strict=True):
         assert read.get_potential_energy() == pytest.approx(molecule.get_potential_energy())
         np.testing.assert_allclose(read.positions, molecule.positions, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_u0_benchmark_fits_e0s_by_least_squares_and_writes_its_record(tmp_path):
+    import json
+
+    from benchmarks.qm9_u0 import SPECIES, main
+
+    path = tmp_path / "run.json"
+    assert main(["--model", "schnet", "--n-train", "40", "--n-validation", "8", "--n-test", "8",
+                 "--epochs", "2", "--batch-size", "16", "--features", "8", "--interactions",
+                 "1", "--seed", "2", "--json", str(path)]) == 0
+    record = json.loads(path.read_text())
+    train = load_qm9("train", n_train=40, n_validation=8, n_test=8, seed=2)
+    counts = np.array([[np.sum(a.numbers == z) for z in SPECIES] for a in train], np.float64)
+    energies = np.array([a.get_potential_energy() for a in train])
+    e0, *_ = np.linalg.lstsq(counts, energies, rcond=None)
+    np.testing.assert_allclose([record["e0_ev"][str(z)] for z in SPECIES], e0, rtol=1e-9)
+    assert record["finished"] and [row["epoch"] for row in record["curve"]] == [1, 2]
+    assert np.isfinite(record["test_mae_mev"]) and record["train_cpu_minutes"] > 0
