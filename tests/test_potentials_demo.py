@@ -1,7 +1,7 @@
 """The potentials demo: a tiny `train`, `eval` and resumed `train` on aspirin (SchNet), whose
 reported errors are NumPy's on the saved test predictions and whose references are ASE's
-energies and forces of the test frames; the EMT set with MACE and stress (slow); a falling
-training loss (slow); batches that visit every training structure once an epoch."""
+energies and forces of the test frames; the EMT set with MACE and stress, PaiNN and NequIP, a
+falling training loss (slow); batches that visit every training structure once an epoch."""
 
 from __future__ import annotations
 
@@ -121,3 +121,13 @@ def test_training_loss_is_finite_and_falls(tmp_path):
     losses = [record["loss"] for record in _records(run_dir, "schnet", "train")]
     assert len(losses) == 15 and np.all(np.isfinite(losses))
     assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3])
+
+
+@pytest.mark.slow
+def test_tiny_painn_and_nequip_train_and_report_numpy_errors(tmp_path):
+    config = dataclasses.replace(TINY, model=("painn", "nequip"))
+    run_dir = tmp_path / "run"
+    results = _train(config, run_dir)
+    for name in ("painn", "nequip"):
+        _check_errors_against_numpy(results, run_dir, name)
+        assert results["models"][name]["updates"] == 4
