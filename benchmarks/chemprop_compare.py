@@ -27,7 +27,7 @@ Timed (wall, per epoch, training only: from an epoch's first batch to its last u
 excluded), reported as the median over epochs 2..N (the first holds gnkit's compilation).
 chemprop runs at each torch thread count of `--threads` for `--probe-epochs` epochs on each data
 set's first split first (unless `--threads` names one count); that data set's runs use the
-fastest. gnkit runs with `gnkit.tuning.use_fast_allocator()`, as its demo does. Printed: test
+fastest. Both run under the allocator settings `import gnkit` makes (process-wide). Printed: test
 RMSE and MAE (classification: AUROC and PRC-AUC) per seed, mean +- std (population), seconds
 per epoch and their ratio (chemprop / gnkit), CPU-minutes of each side.
 Beside them, `gnkit_default`: gnkit's default recipe (the same model with RDKit descriptors
@@ -53,7 +53,7 @@ import jax
 import numpy as np
 import optax
 
-from gnkit import chem, tuning
+from gnkit import chem
 from gnkit.demos.molecules import models
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, steps_per_epoch, train_batches
@@ -283,7 +283,6 @@ def main(argv=None) -> dict:
         for key, summary in results["rows"].items():
             print(format_row(*key.rsplit("_", 1), summary))
         return results
-    tuning.use_fast_allocator()  # as `gnkit molecules train` does: this loop is its own
     seeds = [int(s) for s in args.seeds.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
     recipes = {"gnkit": dataclasses.replace(CONFIGS["chemprop"], epochs=args.epochs)}

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.chemprop_compare import shipped_dataset
-from gnkit import chem, tuning
+from gnkit import chem
 from gnkit.demos.molecules.config import CONFIGS
 from gnkit.demos.molecules.data import molecule_data, train_batches
 from gnkit.dmpnn import bond_message_passing, paired_reverse_edges
@@ -88,7 +88,6 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--max-molecules", type=int, default=0)
     args = parser.parse_args(argv)
-    tuning.use_fast_allocator()
     results = {}
     for name in args.data.split(","):
         graph = first_batch(name, args.max_molecules)
