@@ -132,7 +132,7 @@ CONFIGS = {
         **_SMALL, max_train=200, n_validation=100, test_frames=300, emt_sizes=(100, 25, 50),
         epochs=10, learning_rate=1e-2, eval_every_epochs=2,
     ),
-    # mace's rMD17 weights: the energy offset that forces leave free is learnt over many epochs.
+    # A long run's weights: energy 27 against forces' 1000, the energy offset learnt over epochs.
     "paper": PotentialsConfig(
         energy_weight=27.0, epochs=1000, learning_rate=1e-2, eval_every_epochs=10
     ),
