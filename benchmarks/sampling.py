@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -30,7 +34,7 @@ import optax
 
 from gnkit.demos.wordnet import data as wordnet_data
 from gnkit.demos.wordnet import models
-from gnkit.sampling import NeighborSampler, Prefetcher
+from gnkit.sampling import LinkNeighborSampler, NeighborSampler, Prefetcher
 from gnkit.tasks import wordnet as task
 
 
@@ -144,6 +148,172 @@ def time_training(graph, train, fanouts, batch_size, batches) -> dict:
     return rows
 
 
+DGL_PYTHON = Path.home() / ".cache" / "gnkit-dgl-venv" / "bin" / "python"
+DGL_WORKER = Path(__file__).with_name("dgl_worker.py")
+
+
+def check_counts(senders, receivers, edge_ids, hops, batch_ids, fanouts, graph) -> dict:
+    """Whether sampled edges are the graph's and each node drew `min(fanout, in-degree)`.
+
+    Args:
+      senders, receivers: int `[e]` global endpoints of the sampled edges.
+      edge_ids: int `[e]` their edge ids in `graph`.
+      hops: int `[e]` the hop (0 from the seeds) that drew each edge.
+      batch_ids: int `[e]` the batch of each edge.
+      fanouts: edges drawn per node at each hop.
+      graph: the source `GraphsTuple`.
+
+    Returns:
+      `{"edges_exist", "counts_match", "distinct_edges"}`: bools, and `"expanded"` nodes. Host.
+    """
+    graph_senders, graph_receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    in_degree = np.bincount(graph_receivers, minlength=int(graph.n_node.sum()))
+    exist = bool(np.all(graph_senders[edge_ids] == senders)
+                 and np.all(graph_receivers[edge_ids] == receivers))
+    groups, group_of = np.unique(np.stack([batch_ids, hops, receivers]), axis=1,
+                                 return_inverse=True)
+    counts = np.bincount(group_of.reshape(-1), minlength=groups.shape[1])
+    expected = np.minimum(np.asarray(fanouts)[groups[1]], in_degree[groups[2]])
+    distinct = np.unique(np.stack([batch_ids, hops, edge_ids]), axis=1).shape[1] == len(edge_ids)
+    # A node of degree 0 draws nothing and forms no group; min(fanout, 0) = 0 holds for it.
+    return {"edges_exist": exist, "counts_match": bool(np.all(counts == expected)),
+            "distinct_edges": bool(distinct), "expanded": int(groups.shape[1])}
+
+
+def gnkit_check_edges(sampler, count):
+    """The sampled edges of `count` shared batches as `check_counts` takes them, and each
+    batch's real node count."""
+    columns, node_counts = [], []
+    for index in range(count):
+        sample = sampler.batch(1, index)
+        real_edges = int(sample.graph.n_edge[0])
+        ids = sample.global_id
+        senders = sample.graph.senders[:real_edges]
+        receivers = sample.graph.receivers[:real_edges]
+        row_hop = np.full(ids.shape[0], -1)
+        row_hop[: sampler.batch_size] = 0
+        for hop in range(1, len(sampler.fanouts) + 1):  # a row's hop: the hop that added it
+            adds = (row_hop[receivers] == hop - 1) & (row_hop[senders] < 0)
+            row_hop[senders[adds]] = hop
+        columns.append((ids[senders], ids[receivers], sample.edge_id[:real_edges],
+                        row_hop[receivers], np.full(real_edges, index)))
+        node_counts.append(int(sample.graph.n_node[0]))
+    return [np.concatenate(column) for column in zip(*columns, strict=True)], node_counts
+
+
+def gnkit_rates(graph, train, fanouts, batch_size, link_batch_size, negatives, batches,
+                step_s) -> dict:
+    """gnkit's shared neighbour sampler and link sampler, and a consumer of `step_s` fed by it
+    inline and through a one-thread `Prefetcher`."""
+    sampler = NeighborSampler(graph, fanouts, batch_size, seeds=train, subgraph="shared")
+    row = time_gnkit(graph, train, fanouts, batch_size, batches, "shared")
+    row["seeds_per_s"] = row["subgraphs_per_s"] * batch_size
+    links = LinkNeighborSampler(graph, fanouts, link_batch_size, num_negatives=negatives,
+                                subgraph="shared")
+    for index in range(2):
+        links.batch(0, index % len(links))
+    start = time.perf_counter()
+    nodes = sum(int(links.batch(0, (index + 2) % len(links)).subgraph.graph.n_node[0])
+                for index in range(batches))
+    link_row = {"edges_per_s": batches * link_batch_size / (time.perf_counter() - start),
+                "mean_real_nodes": nodes / batches}
+
+    def consume(source):
+        waited, start = 0.0, time.perf_counter()
+        iterator = iter(source)
+        for _ in range(batches):
+            asked = time.perf_counter()
+            next(iterator)
+            waited += time.perf_counter() - asked
+            time.sleep(step_s)
+        return waited / (time.perf_counter() - start)
+
+    fetched = Prefetcher(lambda index: sampler.batch(4, index % len(sampler)), batches)
+    consume(fetched)
+    return {"neighbors": row, "links": link_row,
+            "consumer": {"wait_fraction": consume(sampler.batch(3, index % len(sampler))
+                                                  for index in range(batches)),
+                         "prefetch_1_wait_fraction": fetched.wait_fraction}}
+
+
+def compare_dgl(graph, features, train, fanouts, batch_size, batches, step_s, dgl_python,
+                rounds=2, check_batches=4, negatives=1) -> dict:
+    """gnkit's shared samplers beside DGL's on the same graph, seeds, fanouts and batch size.
+
+    First both sides' samples are checked (`check_counts`, mean node counts), then each side is
+    timed `rounds` times, alternating, DGL in its own interpreter (`dgl_worker.py`). Host.
+    """
+    if not Path(dgl_python).exists():
+        return {"unavailable": f"no DGL venv at {dgl_python}: bash benchmarks/make_dgl_venv.sh"}
+    link_batch_size = batch_size
+    sampler = NeighborSampler(graph, fanouts, batch_size, seeds=train, subgraph="shared")
+    gnkit_columns, gnkit_nodes = gnkit_check_edges(sampler, check_batches)
+    result = {"gnkit": {"check": check_counts(*gnkit_columns, fanouts, graph),
+                        "check_mean_nodes": float(np.mean(gnkit_nodes))}, "dgl": {}, "runs": []}
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "run.npz", Path(folder) / "samples.npz"
+        np.savez(source, senders=np.asarray(graph.senders, np.int64),
+                 receivers=np.asarray(graph.receivers, np.int64),
+                 num_nodes=int(graph.n_node.sum()), features=np.asarray(features, np.float32),
+                 seeds=np.asarray(train, np.int64),
+                 edges=np.arange(len(graph.senders), dtype=np.int64),
+                 fanouts=np.asarray(fanouts), batch_size=batch_size,
+                 link_batch_size=link_batch_size, num_negatives=negatives, batches=batches,
+                 check_batches=check_batches, step_s=step_s)
+        for _ in range(rounds):
+            mine = gnkit_rates(graph, train, fanouts, batch_size, link_batch_size, negatives,
+                               batches, step_s)
+            done = subprocess.run([str(dgl_python), str(DGL_WORKER), str(source), str(target)],
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "DGLBACKEND": "pytorch"})
+            if done.returncode:
+                return {"unavailable": f"dgl_worker.py failed: {done.stderr[-800:]}"}
+            theirs = json.loads(done.stdout.strip().splitlines()[-1])
+            result["runs"].append({"gnkit": mine, "dgl": theirs})
+        samples = np.load(target)
+        result["dgl"] = {
+            "check": check_counts(samples["check_senders"], samples["check_receivers"],
+                                  samples["check_edges"], samples["check_hops"],
+                                  samples["check_batch"], fanouts, graph),
+            "check_mean_nodes": float(np.mean(samples["check_input_nodes"])),
+            "versions": theirs["versions"]}
+    for side in ("gnkit", "dgl"):  # each side's best round
+        runs = [run[side] for run in result["runs"]]
+        result[side]["neighbors"] = max((run["neighbors"] for run in runs),
+                                        key=lambda row: row["seeds_per_s"])
+        result[side]["links"] = max((run["links"] for run in runs),
+                                    key=lambda row: row["edges_per_s"])
+        result[side]["consumer"] = min((run["consumer"] for run in runs),
+                                       key=lambda row: row["wait_fraction"])
+    result["ratio_neighbors"] = (result["gnkit"]["neighbors"]["seeds_per_s"]
+                                 / result["dgl"]["neighbors"]["seeds_per_s"])
+    result["ratio_links"] = (result["gnkit"]["links"]["edges_per_s"]
+                             / result["dgl"]["links"]["edges_per_s"])
+    return result
+
+
+def print_dgl(comparison) -> None:
+    if "unavailable" in comparison:
+        print(f"  DGL NeighborSampler / as_edge_prediction_sampler unavailable: "
+              f"{comparison['unavailable']}")
+        return
+    print(f"Beside DGL {comparison['dgl']['versions']['dgl']} (torch "
+          f"{comparison['dgl']['versions']['torch']}), shared subgraphs, best of "
+          f"{len(comparison['runs'])} alternating rounds:")
+    for side in ("gnkit", "dgl"):
+        row = comparison[side]
+        check = row["check"]
+        print(f"  {side:<6} check: edges exist {check['edges_exist']}, min(fanout, degree) per "
+              f"node {check['counts_match']}, distinct {check['distinct_edges']}; "
+              f"{row['check_mean_nodes']:.0f} nodes per batch")
+        print(f"  {side:<6} neighbours {row['neighbors']['seeds_per_s']:9.0f} seeds/s, links "
+              f"{row['links']['edges_per_s']:9.0f} positive edges/s, consumer waits "
+              f"{row['consumer']['wait_fraction']:.0%} inline")
+    print(f"  gnkit / DGL per sampled seed: {comparison['ratio_neighbors']:.2f}x neighbours, "
+          f"{comparison['ratio_links']:.2f}x links; gnkit's consumer through a one-thread "
+          f"Prefetcher waits {comparison['gnkit']['consumer']['prefetch_1_wait_fraction']:.0%}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fanouts", default="10,5")
@@ -152,6 +322,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--dgl-python", default=str(DGL_PYTHON),
+                        help="the DGL venv's interpreter (benchmarks/make_dgl_venv.sh)")
     args = parser.parse_args(argv)
     fanouts = tuple(int(value) for value in args.fanouts.split(","))
     batches = 4 if args.quick else args.batches
@@ -193,6 +365,9 @@ def main(argv=None) -> int:
           f"{training['prefetch_1_wait_fraction']:.0%}), on 2 threads "
           f"{training['prefetch_2_s_per_step'] * 1e3:.1f} ms (waits "
           f"{training['prefetch_2_wait_fraction']:.0%})")
+    results["dgl"] = compare_dgl(graph, features, train, fanouts, batch_size, batches,
+                                 training["step_s"], args.dgl_python)
+    print_dgl(results["dgl"])
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=2)
