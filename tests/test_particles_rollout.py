@@ -1,0 +1,108 @@
+"""gnkit.particles.rollout: the device graph against the host graph on a shipped TGV frame, a
+zero-acceleration rollout against constant-velocity motion by NumPy, the overflow error, and
+LagrangeBench's metrics by hand."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gnkit.particles import load_particle_dataset
+from gnkit.particles.gns import GNS, Normalisation, particle_graph
+from gnkit.particles.rollout import (
+    device_particle_graph,
+    edge_capacity,
+    kinetic_energy_mse,
+    position_mse,
+    rollout,
+    rollout_kinetic_energy,
+)
+
+STATS = Normalisation(vel_mean=np.zeros(2, np.float32), vel_std=np.full(2, 0.5, np.float32),
+                      acc_mean=np.zeros(2, np.float32), acc_std=np.full(2, 0.25, np.float32))
+
+
+def _zero_acceleration(params, graph):
+    return jnp.zeros((graph.nodes.shape[0], 2))
+
+
+def test_device_graph_equals_the_host_graph_on_a_shipped_frame():
+    dataset = load_particle_dataset("tgv2d")
+    stats = Normalisation.from_metadata(dataset.metadata)
+    radius = float(dataset.metadata["default_connectivity_radius"])
+    window = dataset.splits["test"][0].positions[10:16]
+    host = particle_graph(window, dataset.box, radius, stats)
+    capacity = edge_capacity(window[-1], dataset.box, radius)
+    graph, overflow = jax.jit(lambda w: device_particle_graph(
+        w, tuple(dataset.box), radius, stats, capacity=capacity))(window)
+    n_real = int(graph.n_edge[0])
+    assert not bool(overflow) and n_real == int(host.n_edge[0]) > 10_000
+    host_edges = dict(zip(zip(host.senders.tolist(), host.receivers.tolist(), strict=True),
+                          host.edges, strict=True))
+    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    device_edges = dict(zip(zip(senders[:n_real].tolist(), receivers[:n_real].tolist(),
+                                strict=True), np.asarray(graph.edges[:n_real]), strict=True))
+    assert device_edges.keys() == host_edges.keys()
+    keys = sorted(host_edges)
+    np.testing.assert_allclose(np.stack([device_edges[k] for k in keys]),
+                               np.stack([host_edges[k] for k in keys]), atol=1e-5)
+    n_particles = window.shape[1]
+    np.testing.assert_allclose(np.asarray(graph.nodes[:n_particles]), host.nodes, atol=1e-4)
+    assert np.all(senders[n_real:] == n_particles) and np.all(receivers[n_real:] == n_particles)
+
+
+def _random_window(seed=0, n_particles=40):
+    rng = np.random.default_rng(seed)
+    current = rng.uniform(0.0, 1.0, (n_particles, 2))
+    velocity = rng.uniform(-0.06, 0.06, (n_particles, 2))
+    previous = np.mod(current - velocity, 1.0)
+    return np.stack([np.mod(previous - velocity, 1.0), previous, current]).astype(np.float32)
+
+
+@pytest.mark.slow
+def test_padding_node_and_graph_leave_the_model_outputs_unchanged():
+    window = _random_window()
+    host = particle_graph(window, np.ones(2), 0.2, STATS)
+    graph, _ = device_particle_graph(window, (1.0, 1.0), 0.2, STATS, capacity=1024)
+    model = GNS(latent_size=8, num_layers=1, num_message_passing_steps=2)
+    params = model.init(jax.random.key(0), host)
+    np.testing.assert_allclose(np.asarray(model.apply(params, graph))[:40],
+                               np.asarray(model.apply(params, host)), atol=1e-4)
+
+
+def test_zero_acceleration_rollout_is_constant_velocity_with_the_wrap():
+    window = _random_window()
+    predicted = rollout(None, window, 3, apply_fn=_zero_acceleration, box=(1.0, 1.0),
+                        radius=0.2, stats=STATS, capacity=1024)
+    velocity = window[-1].astype(np.float64) - window[-2]
+    velocity -= np.round(velocity)
+    expected = np.stack([np.mod(window[-1] + k * velocity, 1.0) for k in (1, 2, 3)])
+    assert predicted.shape == (3, 40, 2)
+    crossed = np.any((window[-1] + 3 * velocity < 0) | (window[-1] + 3 * velocity >= 1))
+    assert crossed  # some particle wraps through a wall
+    np.testing.assert_allclose(predicted, expected, atol=1e-5)
+
+
+def test_rollout_raises_when_the_edge_capacity_is_too_small():
+    with pytest.raises(RuntimeError, match="overflowed"):
+        rollout(None, _random_window(), 2, apply_fn=_zero_acceleration, box=(1.0, 1.0),
+                radius=0.2, stats=STATS, capacity=8)
+
+
+def test_metrics_by_hand():
+    box = np.array([1.0, 1.0])
+    target = np.array([[[0.05, 0.5]], [[0.15, 0.5]], [[0.25, 0.5]]])  # [T=3, N=1, dim=2]
+    predicted = np.array([[[0.95, 0.5]], [[0.15, 0.7]], [[0.25, 0.5]]])
+    # errors: 0.1 across the wall in x; 0.2 in y; 0
+    assert position_mse(predicted, target, box) == pytest.approx((0.01 + 0.04) / 6)
+    assert position_mse(predicted, target, box, steps=1) == pytest.approx(0.01 / 2)
+    # kinetic energy, stride 1, dt 0.5, dx 0.1 (dim 2): dx^2 * |v|^2
+    target_energy = 0.01 * np.array([0.2**2, 0.2**2])
+    # predicted displacements (0.2, 0.2) (0.95 -> 0.15 wraps to +0.2), then (0.1, -0.2)
+    predicted_energy = 0.01 * np.array([0.4**2 + 0.4**2, 0.2**2 + 0.4**2])
+    np.testing.assert_allclose(rollout_kinetic_energy(predicted, box, 0.5, 0.1, stride=1),
+                               predicted_energy)
+    assert kinetic_energy_mse(predicted, target, box, 0.5, 0.1, stride=1) == pytest.approx(
+        np.mean((predicted_energy - target_energy) ** 2))
+    np.testing.assert_allclose(rollout_kinetic_energy(target, box, 0.5, 0.1, stride=2),
+                               target_energy[:1])
