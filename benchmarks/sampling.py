@@ -2,7 +2,7 @@
 prefetch keeps a GraphSAGE step fed.
 
     python -m benchmarks.sampling [--fanouts 10,5] [--batch-size 512] [--batches 40]
-        [--threads 1,2] [--json PATH] [--quick]
+        [--threads 1,2] [--dgl-python PATH] [--json PATH] [--quick]
 
 On WordNet (117,659 synsets, 377,592 pointers, 256 gloss features per node; `--quick`: 3,000
 random synsets) with the same fanouts, batch size and seeds (the training synsets, shuffled),
@@ -16,6 +16,22 @@ Then the training step (`gnkit.demos.wordnet`'s GraphSAGE, Adam, on disjoint sam
 step's own time on a ready batch, an epoch slice sampled in the loop, and the same slice with
 `gnkit.sampling.prefetch` at 1 and 2 threads, with the fraction of the loop's time the step
 waited for a batch. Host wall-clock times, ratios measured in one run.
+
+Last, beside DGL 2.1.0 (`--dgl-python`, default the venv of benchmarks/make_dgl_venv.sh; DGL runs
+in its own interpreter through benchmarks/dgl_worker.py on the same graph arrays, seeds, fanouts
+and batch size, written to a temporary .npz): gnkit's shared `NeighborSampler` against DGL's
+`NeighborSampler` (one deduplicated subgraph per batch, `replace=False`, node features gathered),
+and gnkit's shared `LinkNeighborSampler` against `as_edge_prediction_sampler` with
+`negative_sampler.Uniform`, one negative per positive (gnkit keeps the positive pairs' edges out
+in both directions, DGL's `exclude="self"` the positive edge itself). Before timing, both sides'
+sampled edges are checked: each is an edge of the graph, each expanded node drew
+`min(fanout, in-degree)` distinct edges at its hop, and the mean node counts are printed. DGL
+re-expands earlier hops' nodes at later hops (its blocks' destination nodes), gnkit expands each
+node once, so DGL's subgraphs hold a few more nodes. The sides alternate for two rounds, each
+side's best kept: seeds (positive edges) per second, their ratio, and the fraction of the loop
+a consumer of the GraphSAGE step's duration waits for batches made inline (DGL's `DataLoader`
+with `num_workers=0`) and, for gnkit, through a one-thread `Prefetcher`. Without the venv the
+DGL rows say why.
 """
 
 from __future__ import annotations
