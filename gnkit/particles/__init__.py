@@ -14,6 +14,9 @@ by `import gnkit`.
 
 `gnkit.particles.gns` (imported on its own; it also needs the `atoms` extra for the periodic
 neighbour list): a GNS-style encode-process-decode model with LagrangeBench's one-step target.
+`gnkit.particles.rollout` (imported on its own, same extras): the model's input graph built on
+device by the cell list at a fixed capacity, a `lax.scan` rollout that raises on neighbour-list
+overflow, and LagrangeBench's position MSE and kinetic-energy error.
 
 The data is made by `benchmarks/sph_data.py` inside the JAX-SPH venv of
 `benchmarks/make_sph_venv.sh`; gnkit's own environment does not need JAX-SPH.
