@@ -334,7 +334,10 @@ def symmetric_contraction(
     sorted: 968 instead of 4,368 index tuples up to degree 3 on `0e + 1o + 2e + 3o`): the bases
     are first contracted with each species' weights, then every atom's monomials with all of
     them in one matrix product, and each atom keeps its own species' result, so the cost per
-    atom and channel is `n_monomials x n_species x irreps_out.dim`. Jittable.
+    atom and channel is `n_monomials x n_species x irreps_out.dim`. Jittable. Its gradient is
+    written out (a `custom_vjp`): reverse mode works to any order (`jax.grad`, forces, training
+    on forces, `jax.jacrev(jax.jacrev(energy))` for a Hessian), forward mode (`jax.jvp`,
+    `jax.jacfwd`, `jax.hessian`) does not.
 
     Args:
       features: `[n_atoms, num_features, irreps_in]`, one channel's irreps on the last axis

@@ -23,7 +23,9 @@ The per-atom energies are MACE's interaction energies: the isolated-atom energie
 shift are `gnkit.atoms.potential`'s (`fit_reference_energies`, `ScaleShift`), as mace adds them
 outside its interaction blocks. Parameters are e3nn-jax's (`e3nn.flax.Linear`,
 `e3nn.flax.MultiLayerPerceptron`) under mace's block names (`node_embedding`,
-`interactions_{t}`, `products_{t}`, `readouts_{t}`).
+`interactions_{t}`, `products_{t}`, `readouts_{t}`). Derivatives are reverse mode (the
+contraction's gradient is written out): forces, stress, force training and
+`jax.jacrev(jax.jacrev(...))` Hessians work; `jax.jvp`, `jax.jacfwd` and `jax.hessian` do not.
 """
 
 from __future__ import annotations
