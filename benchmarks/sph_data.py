@@ -79,8 +79,10 @@ from jax_sph.utils import Tag  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 
-class TGV(SimulationSetup):
-    """2D Taylor-Green vortex on the periodic unit box (JAX-SPH `cases/tgv.py`)."""
+class _Periodic2D(SimulationSetup):
+    """A fully periodic 2D JAX-SPH case without walls; subclasses give the box and the flow."""
+
+    box = (1.0, 1.0)
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -88,7 +90,7 @@ class TGV(SimulationSetup):
             self._set_default_rlx()
 
     def _box_size2D(self, n_walls):
-        return np.array([1.0, 1.0])
+        return np.array(self.box)
 
     def _box_size3D(self, n_walls):
         raise NotImplementedError("only the 2D case is generated here")
@@ -98,6 +100,16 @@ class TGV(SimulationSetup):
 
     def _init_walls_3d(self):
         pass
+
+    def _init_velocity3D(self, r):
+        raise NotImplementedError("only the 2D case is generated here")
+
+    def _boundary_conditions_fn(self, state):
+        return state
+
+
+class TGV(_Periodic2D):
+    """2D Taylor-Green vortex on the periodic unit box (JAX-SPH `cases/tgv.py`)."""
 
     def _init_velocity2D(self, r):
         x, y = r
@@ -105,48 +117,21 @@ class TGV(SimulationSetup):
         v = jnp.sin(2.0 * jnp.pi * x) * jnp.cos(2.0 * jnp.pi * y)
         return jnp.array([u, v])
 
-    def _init_velocity3D(self, r):
-        raise NotImplementedError("only the 2D case is generated here")
-
     def _external_acceleration_fn(self, r):
         return jnp.zeros_like(r)
 
-    def _boundary_conditions_fn(self, state):
-        return state
 
-
-class RPF(SimulationSetup):
+class RPF(_Periodic2D):
     """2D reverse Poiseuille flow on the periodic 1 x 2 box (JAX-SPH `cases/rpf.py`)."""
 
-    def __init__(self, cfg):
-        super().__init__(cfg)
-        if self.case.mode == "rlx":
-            self._set_default_rlx()
-
-    def _box_size2D(self, n_walls):
-        return np.array([1.0, 2.0])
-
-    def _box_size3D(self, n_walls):
-        raise NotImplementedError("only the 2D case is generated here")
-
-    def _init_walls_2d(self):
-        pass
-
-    def _init_walls_3d(self):
-        pass
+    box = (1.0, 2.0)
 
     def _init_velocity2D(self, r):
         return jnp.zeros_like(r)
 
-    def _init_velocity3D(self, r):
-        raise NotImplementedError("only the 2D case is generated here")
-
     def _external_acceleration_fn(self, r):
         x_force = jnp.where(r[:, 1] > 1.0, -1.0, 1.0)
         return jnp.zeros_like(r).at[:, 0].set(x_force) * self.case.g_ext_magnitude
-
-    def _boundary_conditions_fn(self, state):
-        return state
 
 
 RPF_FORCE_PY = '''"""External force of the 2D reverse Poiseuille flow (LagrangeBench's force.py)."""
