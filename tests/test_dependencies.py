@@ -23,6 +23,7 @@ DOMAIN_EXTRAS = {
     "gnkit/rdl/": "rdl",
     "gnkit/demos/rdl/": "rdl",
     "gnkit/atoms/": "atoms",
+    "gnkit/demos/potentials/": "atoms",
     "gnkit/atoms/datasets/qm9.py": "qm9",
     "gnkit/particles/": "particles",
 }
