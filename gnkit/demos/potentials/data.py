@@ -93,6 +93,25 @@ def _structures(config: PotentialsConfig, run_dir, progress: bool) -> dict[str, 
     }
 
 
+def split_structures(config: PotentialsConfig, run_dir, progress: bool) -> dict[str, list]:
+    """`{split: [ase.Atoms]}`, the structures of each split the models train, validate and test
+    on: the config's data cut to `max_train` training structures and `test_frames` evenly spaced
+    test structures. Host.
+
+    Args:
+      config: the run's config.
+      run_dir: the run directory (holds the cached EMT structures; unused for aspirin).
+      progress: print what is being made.
+    """
+    structures = _structures(config, run_dir, progress)
+    if config.max_train:
+        structures["train"] = structures["train"][: config.max_train]
+    if config.test_frames and config.test_frames < len(structures["test"]):
+        rows = np.linspace(0, len(structures["test"]) - 1, config.test_frames).round()
+        structures["test"] = [structures["test"][int(row)] for row in rows]
+    return structures
+
+
 def _counts(graphs: list[GraphsTuple], species: tuple[int, ...]) -> np.ndarray:
     """`[n_structures, n_species]` atom counts."""
     return np.array(
@@ -135,12 +154,7 @@ def load_data(config: PotentialsConfig, run_dir, progress: bool) -> PotentialDat
     from gnkit.atoms.equivariant import average_num_neighbors
     from gnkit.atoms.potential import ScaleShift
 
-    structures = _structures(config, run_dir, progress)
-    if config.max_train:
-        structures["train"] = structures["train"][: config.max_train]
-    if config.test_frames and config.test_frames < len(structures["test"]):
-        rows = np.linspace(0, len(structures["test"]) - 1, config.test_frames).round()
-        structures["test"] = [structures["test"][int(row)] for row in rows]
+    structures = split_structures(config, run_dir, progress)
     targets = ("energy", "forces", "stress") if config.data == "emt" else ("energy", "forces")
     graphs = {
         split: atoms_to_graphs(frames, config.cutoff, targets=targets)
