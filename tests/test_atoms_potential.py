@@ -196,6 +196,14 @@ def test_scale_shift_fit_and_call():
                                [2.0 + 0.5 - 10.0, 6.0 + 0.5 - 1.0, 0.0])
 
 
+def test_scale_shift_gives_nan_for_a_species_outside_the_model():
+    hand = ScaleShift(scale=2.0, shift=0.5, species=(1, 8), reference_energies=(-1.0, -10.0))
+    energies = jax.jit(hand)(jnp.array([1.0, 3.0, 7.0]), jnp.array([8, 29, 0]))
+    assert energies[0] == pytest.approx(2.0 + 0.5 - 10.0)
+    assert np.isnan(energies[1])
+    assert energies[2] == 0.0
+
+
 def test_scale_shift_needs_one_reference_energy_per_species():
     with pytest.raises(ValueError, match="reference_energies has 1 values but species has 2"):
         ScaleShift(scale=1.0, shift=0.0, species=(1, 8), reference_energies=(-1.0,))

@@ -190,13 +190,17 @@ class ScaleShift:
 
     def __call__(self, outputs: jax.Array, atomic_numbers: jax.Array) -> jax.Array:
         """Per-atom energies `[n_atoms]` from the model's outputs `[n_atoms]`; 0 on padding
-        atoms (atomic number 0)."""
+        atoms (atomic number 0), NaN on an atom whose atomic number is not in `species` (inside
+        `jit` nothing can raise, so an unknown species poisons its structure's energy instead of
+        taking another species' E0; `check_species` names it on the host)."""
+        atomic_numbers = jnp.asarray(atomic_numbers)
         reference = jnp.asarray(self.reference_energies, jnp.result_type(outputs))
+        known = jnp.any(atomic_numbers[:, None] == jnp.asarray(self.species)[None, :], axis=1)
         energies = (
             self.scale * outputs + self.shift
-            + reference[species_index(atomic_numbers, self.species)]
+            + jnp.where(known, reference[species_index(atomic_numbers, self.species)], jnp.nan)
         )
-        return jnp.where(jnp.asarray(atomic_numbers) > 0, energies, 0.0)
+        return jnp.where(atomic_numbers > 0, energies, 0.0)
 
     @classmethod
     def fit(cls, graphs: GraphsTuple | Iterable[GraphsTuple], species: Sequence[int]) -> ScaleShift:
