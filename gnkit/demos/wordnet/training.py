@@ -89,7 +89,7 @@ def init(name: str, config: WordNetConfig, data: Data):
         graph = make_batch(name, config, data)(0)["graph"]
     else:
         graph = full_batch(name, data)["graph"]
-    return build_model(name, config).init(jax.random.key(config.seed), graph)
+    return jax.jit(build_model(name, config).init)(jax.random.key(config.seed), graph)
 
 
 @functools.cache
