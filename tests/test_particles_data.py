@@ -140,3 +140,8 @@ def test_generator_writes_the_layout_in_the_jax_sph_venv(tmp_path):
     # the first frame is one step (dt 0.0004) after the lattice velocity: |u|^2 / 2 ~ 1/4
     energy = _kinetic_energy(dataset.splits["train"][0].positions, dataset.box, 0.04)
     assert energy[0] == pytest.approx(0.25, rel=0.1)
+
+
+def test_a_path_of_the_wrong_type_is_one_line_naming_the_argument():
+    with pytest.raises(TypeError, match=r"path must be a dataset folder .* got int 3"):
+        load_particle_dataset(3)

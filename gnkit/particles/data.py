@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 
 import h5py
@@ -98,7 +99,13 @@ def load_particle_dataset(path: str | pathlib.Path) -> ParticleDataset:
 
     Args:
         path: a dataset folder, or a shipped name ("tgv2d", "rpf2d").
+
+    Raises:
+        TypeError: `path` is not a string or path.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"load_particle_dataset: path must be a dataset folder (str or path) or "
+                        f"a shipped name ('tgv2d', 'rpf2d'), got {type(path).__name__} {path!r}")
     folder = pathlib.Path(path)
     if not folder.is_dir() and isinstance(path, str) and "/" not in path:
         folder = particle_dataset_path(path)

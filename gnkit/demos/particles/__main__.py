@@ -1,0 +1,7 @@
+"""`python -m gnkit.demos.particles VERB ...`."""
+
+import sys
+
+from gnkit.demos.particles import main
+
+sys.exit(main())
