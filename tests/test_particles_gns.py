@@ -55,3 +55,55 @@ def test_one_step_training_lowers_the_loss_on_the_shipped_tgv_set():
     assert np.all(np.isfinite(losses))
     assert np.mean(losses[-4:]) < 0.8 * np.mean(losses[:4])
     assert np.isfinite(result["valid_mse"]) and np.isfinite(result["valid_mse_zero"])
+
+
+def test_random_walk_noise_by_hand_and_its_last_velocity_has_the_noise_std():
+    import jax
+
+    from gnkit.particles.one_step import normalised_target, random_walk_noise
+
+    step = 3e-4 / np.sqrt(2)
+    noise = np.asarray(random_walk_noise(np.ones((2, 1, 2), np.float32), 3e-4))
+    # velocity noise: step * [1, 2]; positions: [0, 1, 3] steps; the target repeats the last
+    np.testing.assert_allclose(noise[:, 0, 0], [0, step, 3 * step, 3 * step], rtol=1e-5)
+    draws = jax.random.normal(jax.random.key(0), (5, 20000, 2))
+    velocity = np.diff(np.asarray(random_walk_noise(draws, 3e-4)), axis=0)
+    assert np.std(velocity[4]) == pytest.approx(3e-4, rel=0.02)
+    assert np.all(velocity[5] == 0)
+    # the target acceleration of the noisy window is the clean one minus the last velocity noise
+    rng = np.random.default_rng(0)
+    window = rng.uniform(0.3, 0.7, (7, 10, 2))
+    clean = target_acceleration(window, np.ones(2), STATS)
+    noisy = np.asarray(normalised_target(window + np.asarray(noise_of(draws[:, :10])),
+                                         (1.0, 1.0), STATS))
+    expected = clean - velocity[4, :10] / 0.25
+    np.testing.assert_allclose(noisy, expected, atol=1e-4)
+
+
+def noise_of(draws):
+    from gnkit.particles.one_step import random_walk_noise
+
+    return random_walk_noise(draws, 3e-4)
+
+
+def test_nnx_twin_gives_linen_outputs_with_copied_weights():
+    import jax
+    from flax import nnx
+
+    from gnkit.nnx import from_linen, to_linen_variables
+    from gnkit.particles.nnx import GNS as NNXGNS
+
+    rng = np.random.default_rng(0)
+    window = rng.uniform(0, 1, (3, 30, 2))
+    graph = particle_graph(window, np.ones(2), 0.3, STATS)
+    linen = GNS(latent_size=8, num_layers=1, num_message_passing_steps=2)
+    variables = linen.init(jax.random.key(0), graph)
+    twin = from_linen(linen, variables)
+    assert isinstance(twin, NNXGNS)
+    np.testing.assert_allclose(np.asarray(twin(graph)), np.asarray(linen.apply(variables, graph)),
+                               atol=1e-6)
+    back = to_linen_variables(twin)
+    assert jax.tree.all(jax.tree.map(np.array_equal, back, variables))
+    built = NNXGNS(in_node_features=4, in_edge_features=3, rngs=nnx.Rngs(0), latent_size=8,
+                   num_layers=1, num_message_passing_steps=2)
+    assert built(graph).shape == (30, 2)

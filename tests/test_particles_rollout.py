@@ -106,3 +106,77 @@ def test_metrics_by_hand():
         np.mean((predicted_energy - target_energy) ** 2))
     np.testing.assert_allclose(rollout_kinetic_energy(target, box, 0.5, 0.1, stride=2),
                                target_energy[:1])
+
+
+def test_mismatched_shapes_are_one_line_naming_both():
+    with pytest.raises(ValueError, match=r"\(3, 2, 2\) and target positions \(3, 1, 2\)"):
+        position_mse(np.zeros((3, 2, 2)), np.zeros((3, 1, 2)), np.ones(2))
+
+
+def test_per_step_mse_is_the_mean_over_particles_and_dims_with_the_wrap():
+    from gnkit.particles.rollout import position_mse_per_step
+
+    target = np.array([[[0.05, 0.5], [0.5, 0.5]], [[0.15, 0.5], [0.5, 0.5]]])
+    predicted = np.array([[[0.95, 0.5], [0.5, 0.5]], [[0.15, 0.8], [0.5, 0.4]]])
+    np.testing.assert_allclose(position_mse_per_step(predicted, target, np.ones(2)),
+                               [0.01 / 4, (0.09 + 0.01) / 4])
+
+
+def _converging_window(n_particles=30, meet_after=6):
+    """Zero-acceleration motion of particles that all meet at (0.5, 0.5) after `meet_after`
+    steps: pairs within the radius grow until the neighbour list overflows."""
+    rng = np.random.default_rng(1)
+    current = rng.uniform(0.2, 0.8, (n_particles, 2))
+    velocity = (0.5 - current) / meet_after
+    return np.stack([current - 2 * velocity, current - velocity, current]).astype(np.float32)
+
+
+def test_rollout_growing_grows_the_capacity_or_stops_at_the_first_overflowing_step():
+    from gnkit.particles.rollout import rollout_growing
+
+    window = _converging_window()
+    velocity = window[-1].astype(np.float64) - window[-2]
+    expected = np.stack([window[-1] + k * velocity for k in range(1, 5)])
+    options = dict(apply_fn=_zero_acceleration, box=(1.0, 1.0), radius=0.2, stats=STATS,
+                   bin_capacity=64)
+    capacity = edge_capacity(window[-1], np.ones(2), 0.2)
+    stopped = rollout_growing(None, window, 4, capacity=capacity, max_growth=1.0, **options)
+    assert 0 < stopped.steps_reached < 4 and not stopped.complete
+    assert f"overflowed at step {stopped.steps_reached + 1}" in stopped.message
+    np.testing.assert_allclose(stopped.positions, expected[: stopped.steps_reached], atol=1e-5)
+    grown = rollout_growing(None, window, 4, capacity=capacity, max_growth=64.0, **options)
+    assert grown.complete and grown.capacity > capacity
+    np.testing.assert_allclose(grown.positions, expected, atol=1e-5)
+
+
+def _sinkhorn_numpy(x, y, box, relative_epsilon=0.05, iterations=3000):
+    """The debiased Sinkhorn divergence by scaling iterations in float64."""
+    def cost(a, b):
+        delta = a[:, None] - b[None]
+        delta -= box * np.round(delta / box)
+        return np.sum(delta**2, axis=-1)
+
+    epsilon = relative_epsilon * np.mean(cost(x, y))
+
+    def transport(c):
+        kernel = np.exp(-c / epsilon)
+        a, b = np.full(len(c), 1 / len(c)), np.full(c.shape[1], 1 / c.shape[1])
+        v = np.ones(c.shape[1])
+        for _ in range(iterations):
+            u = a / (kernel @ v)
+            v = b / (kernel.T @ u)
+        return epsilon * (a @ np.log(u) + b @ np.log(v))
+
+    return transport(cost(x, y)) - 0.5 * (transport(cost(x, x)) + transport(cost(y, y)))
+
+
+def test_sinkhorn_divergence_equals_a_numpy_reference_and_vanishes_on_equal_frames():
+    from gnkit.particles.sinkhorn import sinkhorn_divergence
+
+    rng = np.random.default_rng(0)
+    box = np.array([1.0, 2.0])
+    x = rng.uniform(0, 1, (40, 2)) * box
+    y = np.mod(x + [0.97, 0.05] + rng.normal(0, 0.01, (40, 2)), box)  # crosses the x wall
+    found = float(sinkhorn_divergence(x.astype(np.float32), y.astype(np.float32), box))
+    assert found == pytest.approx(_sinkhorn_numpy(x, y, box), rel=1e-3)
+    assert float(sinkhorn_divergence(x, x, box)) == pytest.approx(0.0, abs=1e-7)
