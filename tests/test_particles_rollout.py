@@ -9,6 +9,7 @@ import pytest
 
 from gnkit.particles import load_particle_dataset
 from gnkit.particles.gns import GNS, Normalisation, particle_graph
+from gnkit.particles.one_step import random_walk_noise
 from gnkit.particles.rollout import (
     device_particle_graph,
     edge_capacity,
@@ -17,6 +18,7 @@ from gnkit.particles.rollout import (
     rollout,
     rollout_kinetic_energy,
 )
+from gnkit.particles.sinkhorn import sinkhorn_divergence
 
 STATS = Normalisation(vel_mean=np.zeros(2, np.float32), vel_std=np.full(2, 0.5, np.float32),
                       acc_mean=np.zeros(2, np.float32), acc_std=np.full(2, 0.25, np.float32))
@@ -180,3 +182,40 @@ def test_sinkhorn_divergence_equals_a_numpy_reference_and_vanishes_on_equal_fram
     found = float(sinkhorn_divergence(x.astype(np.float32), y.astype(np.float32), box))
     assert found == pytest.approx(_sinkhorn_numpy(x, y, box), rel=1e-3)
     assert float(sinkhorn_divergence(x, x, box)) == pytest.approx(0.0, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: edge_capacity(np.zeros((4, 2)), (1.0, 1.0), -0.1), "radius must be > 0"),
+        (lambda: edge_capacity(np.zeros((4, 2)), (1.0, 1.0), 0.1, growth=0.5),
+         "growth must be >= 1"),
+        (lambda: edge_capacity(np.zeros((4, 2)), (1.0,), 0.1), "box must hold 2 lengths"),
+        (lambda: rollout(None, _random_window(), 2.5, apply_fn=_zero_acceleration,
+                         box=(1.0, 1.0), radius=0.2, stats=STATS, capacity=64),
+         "n_steps must be an integer >= 1"),
+        (lambda: rollout(None, _random_window(), 2, apply_fn=_zero_acceleration,
+                         box=(1.0, 0.0), radius=0.2, stats=STATS, capacity=64),
+         "box lengths must be positive"),
+        (lambda: rollout(None, _random_window(), 2, apply_fn=_zero_acceleration,
+                         box=(1.0, 1.0), radius=0.2, stats=STATS, capacity=-8),
+         "capacity must be an integer >= 1"),
+        (lambda: position_mse(np.zeros((3, 4, 2)), np.zeros((3, 4, 2)), (1.0, 1.0), steps=0),
+         "steps must be an integer >= 1"),
+        (lambda: position_mse(np.zeros((3, 4, 2)), np.zeros((3, 4, 2)), (1.0, 1.0, 1.0)),
+         "box must hold 2 lengths"),
+        (lambda: rollout_kinetic_energy(np.zeros((3, 4, 2)), (1.0, 1.0), 0.1, 0.02, stride=0),
+         "stride must be an integer >= 1"),
+        (lambda: rollout_kinetic_energy(np.zeros((3, 4, 2)), (1.0, 1.0), -0.1, 0.02),
+         "frame_dt must be > 0"),
+        (lambda: sinkhorn_divergence(np.zeros((4, 2)), np.zeros((4, 2)), (1.0, 1.0),
+                                     relative_epsilon=0.0), "relative_epsilon must be > 0"),
+        (lambda: sinkhorn_divergence(np.zeros((4, 2)), np.zeros((4, 3)), (1.0, 1.0)),
+         "x and y must be"),
+        (lambda: random_walk_noise(jnp.ones((5, 4, 2)), float("nan")),
+         "noise_std must be a finite number"),
+    ],
+)
+def test_bad_arguments_are_one_error_naming_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gnkit.particles._checks import check_number
 from gnkit.particles.gns import Normalisation
 from gnkit.particles.rollout import (
     ForceField,
@@ -36,6 +37,7 @@ def random_walk_noise(standard_normal: jax.Array, noise_std: float) -> jax.Array
     Rows `0..history` are the input frames' noise (row 0 is zero), row `history + 1` (the
     target frame) repeats row `history`.
     """
+    check_number("noise_std", noise_std, at_least=0.0)
     history = standard_normal.shape[0]
     velocity_noise = jnp.cumsum(standard_normal * (noise_std / np.sqrt(history)), axis=0)
     position_noise = jnp.concatenate(

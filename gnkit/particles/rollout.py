@@ -39,6 +39,7 @@ import numpy as np
 
 from gnkit.atoms.cell_list import cell_list_bins, cell_list_neighbor_list
 from gnkit.graph import GraphsTuple
+from gnkit.particles._checks import check_box, check_count, check_number
 from gnkit.particles.gns import Normalisation
 
 # z side of the 3D cell of a 2D box, in radii: at least 3 bins thick, so no pair crosses z.
@@ -154,7 +155,11 @@ def edge_capacity(positions, box, radius: float, growth: float = 1.5) -> int:
     """Edge slots for frames like `positions` `[N, dim]`: `growth` times its pair count, a
     multiple of 64. Host-side (NumPy, brute force over minimum images; for setup only)."""
     positions = np.asarray(positions, np.float64)
-    box = np.asarray(box, np.float64)
+    check_number("radius", radius, above=0.0)
+    check_number("growth", growth, at_least=1.0)
+    if positions.ndim != 2:
+        raise ValueError(f"positions must be [N, dim], got shape {positions.shape}")
+    box = check_box(box, positions.shape[1])
     count = 0
     for start in range(0, len(positions), 512):
         delta = positions[None, :, :] - positions[start: start + 512, None, :]
@@ -167,41 +172,6 @@ Predictor = Callable[[object, GraphsTuple], jax.Array]
 
 
 def rollout_scan_per_step(
-    params,
-    window,
-    stats: Normalisation,
-    *,
-    apply_fn: Predictor,
-    n_steps: int,
-    box: tuple[float, ...],
-    radius: float,
-    capacity: int,
-    bin_capacity: int = 8,
-    external_force: ForceField | None = None,
-) -> tuple[jax.Array, jax.Array]:
-    """`rollout_scan` with the overflow flag of every step: `(positions [n_steps, N, dim],
-    overflow bool [n_steps])`, True at a step whose neighbour list missed pairs. Jittable as
-    `rollout_scan`."""
-    box_array = jnp.asarray(np.asarray(box, np.float32))
-    acc_mean = jnp.asarray(stats.acc_mean, jnp.float32)
-    acc_std = jnp.asarray(stats.acc_std, jnp.float32)
-
-    def step(frames, _):
-        graph, step_overflow = device_particle_graph(
-            frames, box, radius, stats, capacity=capacity, bin_capacity=bin_capacity,
-            external_force=external_force)
-        acceleration = apply_fn(params, graph)[: frames.shape[1]] * acc_std + acc_mean
-        velocity = wrapped_displacements(frames[-2:], box_array)[0] + acceleration
-        new = jnp.mod(frames[-1] + velocity, box_array)
-        frames = jnp.concatenate([frames[1:], new[None]])
-        return frames, (new, step_overflow)
-
-    _, (positions, overflow) = jax.lax.scan(
-        step, jnp.asarray(window, jnp.float32), None, length=n_steps)
-    return positions, overflow
-
-
-def rollout_scan(
     params,
     window,
     stats: Normalisation,
@@ -235,12 +205,37 @@ def rollout_scan(
       external_force: the force node feature (`device_particle_graph`), or None.
 
     Returns:
-      `(positions, overflow)`: the predicted frames float32 `[n_steps, N, dim]` and bool `[]`,
-      True when any step's neighbour list missed pairs (the rollout is then not valid).
+      `(positions, overflow)`: the predicted frames float32 `[n_steps, N, dim]` and bool
+      `[n_steps]`, True at a step whose neighbour list missed pairs (the rollout is not valid
+      from there on).
     """
-    positions, overflow = rollout_scan_per_step(
-        params, window, stats, apply_fn=apply_fn, n_steps=n_steps, box=box, radius=radius,
-        capacity=capacity, bin_capacity=bin_capacity, external_force=external_force)
+    box_array = jnp.asarray(np.asarray(box, np.float32))
+    acc_mean = jnp.asarray(stats.acc_mean, jnp.float32)
+    acc_std = jnp.asarray(stats.acc_std, jnp.float32)
+
+    def step(frames, _):
+        graph, step_overflow = device_particle_graph(
+            frames, box, radius, stats, capacity=capacity, bin_capacity=bin_capacity,
+            external_force=external_force)
+        acceleration = apply_fn(params, graph)[: frames.shape[1]] * acc_std + acc_mean
+        velocity = wrapped_displacements(frames[-2:], box_array)[0] + acceleration
+        new = jnp.mod(frames[-1] + velocity, box_array)
+        frames = jnp.concatenate([frames[1:], new[None]])
+        return frames, (new, step_overflow)
+
+    _, (positions, overflow) = jax.lax.scan(
+        step, jnp.asarray(window, jnp.float32), None, length=n_steps)
+    return positions, overflow
+
+
+def rollout_scan(params, window, stats: Normalisation, **settings
+                 ) -> tuple[jax.Array, jax.Array]:
+    """`rollout_scan_per_step` with one overflow flag: `(positions [n_steps, N, dim],
+    overflow bool [])`, True when any step's neighbour list missed pairs. Jittable as it.
+
+    Args: as `rollout_scan_per_step` (`settings` its keyword arguments).
+    """
+    positions, overflow = rollout_scan_per_step(params, window, stats, **settings)
     return positions, jnp.any(overflow)
 
 
@@ -251,7 +246,11 @@ _ROLLOUTS: dict[tuple, tuple[Normalisation, Callable]] = {}
 
 def _jitted_rollout(stats, apply_fn, n_steps, box, radius, capacity, bin_capacity,
                     external_force):
-    box = tuple(float(b) for b in box)
+    check_count("n_steps", n_steps)
+    check_count("capacity", capacity)
+    check_count("bin_capacity", bin_capacity)
+    check_number("radius", radius, above=0.0)
+    box = tuple(float(b) for b in check_box(box))
     key = (id(stats), apply_fn, n_steps, box, float(radius), capacity, bin_capacity,
            external_force)
     if key not in _ROLLOUTS:
@@ -270,7 +269,7 @@ def rollout(params, window, n_steps: int, *, apply_fn: Predictor, box, radius: f
             external_force: ForceField | None = None) -> np.ndarray:
     """`rollout_scan`, its overflow flag checked on the host. Host driver.
 
-    Args: as `rollout_scan` (`box` any sequence `[dim]`).
+    Args: as `rollout_scan_per_step` (`box` any sequence `[dim]`).
 
     Returns:
       The predicted positions `[n_steps, N, dim]` (NumPy).
@@ -337,6 +336,7 @@ def rollout_growing(params, window, n_steps: int, *, apply_fn: Predictor, box,
     Returns:
       A `RolloutResult`.
     """
+    check_number("max_growth", max_growth, at_least=1.0)
     first_capacity = capacity
     while True:
         scan = _jitted_rollout(stats, apply_fn, n_steps, box, radius, capacity, bin_capacity,
@@ -382,7 +382,7 @@ def position_mse_per_step(predicted, target, box) -> np.ndarray:
     predicted = np.asarray(predicted, np.float64)
     target = np.asarray(target, np.float64)
     _check_same_shape(predicted, target)
-    box = np.asarray(box, np.float64)
+    box = check_box(box, predicted.shape[-1])
     delta = predicted - target
     delta -= box * np.round(delta / box)
     return np.mean(delta**2, axis=(1, 2))
@@ -402,6 +402,7 @@ def position_mse(predicted, target, box, steps: int = 20) -> float:
     Raises:
       ValueError: the shapes differ.
     """
+    check_count("steps", steps)
     predicted, target = np.asarray(predicted), np.asarray(target)
     _check_same_shape(predicted, target)
     return float(np.mean(position_mse_per_step(predicted[:steps], target[:steps], box)))
@@ -422,8 +423,13 @@ def rollout_kinetic_energy(positions, box, frame_dt: float, dx: float, stride: i
       `[ceil((T - 1) / stride)]`, from the displacement of frame `k * stride` to the next one
       over `frame_dt`. Host-side (NumPy).
     """
+    check_count("stride", stride)
+    check_number("frame_dt", frame_dt, above=0.0)
+    check_number("dx", dx, above=0.0)
     positions = np.asarray(positions, np.float64)
-    box = np.asarray(box, np.float64)
+    if positions.ndim != 3 or len(positions) < 2:
+        raise ValueError(f"positions must be [T >= 2, N, dim], got shape {positions.shape}")
+    box = check_box(box, positions.shape[-1])
     delta = positions[1::stride] - positions[0:-1:stride]
     delta -= box * np.round(delta / box)
     velocities = delta / frame_dt

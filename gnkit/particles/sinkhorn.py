@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
+from gnkit.particles._checks import check_count, check_number
+
 
 def periodic_cost(x: jax.Array, y: jax.Array, box) -> jax.Array:
     """Squared minimum-image distances `[N, M]` between `x` `[N, dim]` and `y` `[M, dim]` in a
@@ -86,8 +88,14 @@ def sinkhorn_divergence(x: jax.Array, y: jax.Array, box, relative_epsilon: float
     Returns:
       The divergence, a scalar (squared length units).
     """
+    check_number("relative_epsilon", relative_epsilon, above=0.0)
+    check_number("threshold", threshold, above=0.0)
+    check_count("max_iterations", max_iterations)
     x = jnp.asarray(x)
     y = jnp.asarray(y)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+        raise ValueError(f"x and y must be [N, dim] and [M, dim] of one dim, got {x.shape} "
+                         f"and {y.shape}")
     cost_xy = periodic_cost(x, y, box)
     epsilon = relative_epsilon * jnp.mean(cost_xy)
     terms = [entropic_cost(cost, epsilon, threshold, max_iterations)
