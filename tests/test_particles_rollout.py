@@ -219,3 +219,24 @@ def test_sinkhorn_divergence_equals_a_numpy_reference_and_vanishes_on_equal_fram
 def test_bad_arguments_are_one_error_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_gns_accelerations_follow_a_permutation_and_ignore_a_periodic_translation():
+    """GNS sees only relative displacements and per-particle velocities: permuting the
+    particles permutes its outputs, and shifting every frame by one vector (wrapped into the
+    box) leaves them unchanged. (It is not built rotation-equivariant, as in GNS and
+    LagrangeBench: its edge features are raw displacement components.)"""
+    window = _random_window(seed=3)
+    model = GNS(latent_size=8, num_layers=1, num_message_passing_steps=2)
+
+    def accelerations(frames):
+        graph = particle_graph(frames, np.ones(2), 0.2, STATS)
+        return np.asarray(model.apply(params, graph))
+
+    params = model.init(jax.random.key(1), particle_graph(window, np.ones(2), 0.2, STATS))
+    reference = accelerations(window)
+    assert np.ptp(reference[:, 0]) > 1e-3  # the outputs differ between particles
+    order = np.random.default_rng(0).permutation(window.shape[1])
+    np.testing.assert_allclose(accelerations(window[:, order]), reference[order], atol=1e-5)
+    shifted = np.mod(window + np.array([0.37, 0.81], np.float32), 1.0)
+    np.testing.assert_allclose(accelerations(shifted), reference, atol=1e-4)
