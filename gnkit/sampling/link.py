@@ -141,7 +141,8 @@ class LinkNeighborSampler:
         else:
             slots, seed_mask, rows = endpoints, endpoint_mask, np.arange(endpoints.size)
         expansion = self.neighbors.expand(slots, seed_mask, rng, excluded_pairs=excluded)
-        subgraph = assemble(self.graph, *expansion, seed_mask, self.node_budget, self.edge_budget)
+        subgraph = assemble(self.graph, *expansion, seed_mask, self.node_budget, self.edge_budget,
+                            self.neighbors.buffers)
         source_rows, destination_rows = rows[:b], rows[b : 2 * b]
         negative_rows = rows[2 * b :].reshape(b, k)
         pairs = np.concatenate([

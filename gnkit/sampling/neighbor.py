@@ -15,6 +15,7 @@ import numpy as np
 
 from gnkit.graph import GraphsTuple, num_nodes
 from gnkit.sampling import _checks as checks
+from gnkit.sampling.buffers import PaddedBuffers
 from gnkit.sampling.csr import CSRGraph
 from gnkit.sampling.expansion import Expansion, expand_disjoint, expand_shared
 from gnkit.sampling.one_hop import STRATEGIES, Strategy
@@ -46,8 +47,9 @@ class NeighborSampler:
     every sampled node and edge has time `<=` its seed's time, at every hop (always disjoint).
 
     Batch `i` of epoch `e` depends only on `(seed, e, i)`, so it is the same whichever order
-    or thread makes it. The last batch of an epoch is filled with empty seed slots
-    (`seed_mask` False) unless `drop_last`.
+    or thread makes it. Its feature arrays are read-only: the sampler reuses their memory
+    (`buffers`) once nothing refers to them. The last batch of an epoch is filled with empty
+    seed slots (`seed_mask` False) unless `drop_last`.
 
     Args:
       graph: the source graph; its `nodes` / `edges` features are gathered into each sample.
@@ -119,6 +121,7 @@ class NeighborSampler:
         if nodes < self.batch_size:
             raise ValueError(f"max_nodes ({nodes}) must hold the {self.batch_size} seed slots.")
         self.max_nodes, self.max_edges = int(nodes), int(edges)
+        self.buffers = PaddedBuffers()
         self._cached_order = (None, None)
 
     def _seed_times(self, seed_time) -> np.ndarray | None:
@@ -202,7 +205,8 @@ class NeighborSampler:
             times[: seeds.size] = seed_times
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         expansion = self.expand(slots, mask, rng, times)
-        return assemble(self.graph, *expansion, mask, self.node_budget, self.edge_budget)
+        return assemble(self.graph, *expansion, mask, self.node_budget, self.edge_budget,
+                        self.buffers)
 
     def empty(self) -> SampledSubgraph:
         """A sample of the same shapes without seeds (every seed slot masked)."""

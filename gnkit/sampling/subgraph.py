@@ -16,6 +16,7 @@ import numpy as np
 from jax.tree_util import tree_map
 
 from gnkit.graph import GraphsTuple
+from gnkit.sampling.buffers import PaddedBuffers
 
 
 class SampledSubgraph(NamedTuple):
@@ -26,7 +27,8 @@ class SampledSubgraph(NamedTuple):
 
     Attributes:
       graph: `GraphsTuple` with `N` node rows and `E` edge rows in 2 graphs (real, padding);
-        node and edge features gathered from the source graph (zeros in padding rows).
+        node and edge features gathered from the source graph (zeros in padding rows),
+        read-only (a sampler reuses their memory once they are released; copy to modify).
       global_id: int64 `[N]`, each row's node in the source graph; -1 for padding rows and empty
         seed slots.
       edge_id: int64 `[E]`, each edge row's edge in the source graph; -1 for padding.
@@ -42,21 +44,12 @@ class SampledSubgraph(NamedTuple):
     root: np.ndarray
 
 
-def _gather_rows(tree, ids: np.ndarray, n_rows: int):
+def _gather_rows(tree, ids: np.ndarray, n_rows: int, buffers: PaddedBuffers):
     """Rows `ids` `[n]` of every leaf of `tree` (zeros where `ids` is -1), then zero rows up to
-    `n_rows`."""
-    absent = np.flatnonzero(ids < 0)
-    rows = np.where(ids < 0, 0, ids)
-
-    def gather(leaf):
-        leaf = np.asarray(leaf)
-        out = np.empty((n_rows,) + leaf.shape[1:], leaf.dtype)
-        np.take(leaf, rows, axis=0, out=out[: ids.shape[0]])
-        out[absent] = 0
-        out[ids.shape[0] :] = 0
-        return out
-
-    return None if tree is None else tree_map(gather, tree)
+    `n_rows`, as read-only arrays from `buffers`."""
+    if tree is None:
+        return None
+    return tree_map(lambda leaf: buffers.gather(np.asarray(leaf), ids, n_rows), tree)
 
 
 def _padded(values: np.ndarray, length: int, fill: int) -> np.ndarray:
@@ -75,6 +68,7 @@ def assemble(
     seed_mask: np.ndarray,
     node_budget: int,
     edge_budget: int,
+    buffers: PaddedBuffers | None = None,
 ) -> SampledSubgraph:
     """Pads the sampled rows to the budgets and gathers their features from `source`.
 
@@ -88,6 +82,8 @@ def assemble(
       seed_mask: bool `[S]`.
       node_budget: `N`, more than `n` (one padding node at least).
       edge_budget: `E`, at least `e`.
+      buffers: the sampler's `PaddedBuffers`, whose released arrays the features reuse;
+        None for new ones.
 
     Returns:
       The `SampledSubgraph`.
@@ -98,11 +94,12 @@ def assemble(
             f"a sample of {n_real} nodes and {e_real} edges does not fit the budget of "
             f"{node_budget} nodes (one kept for padding) and {edge_budget} edges."
         )
+    buffers = PaddedBuffers() if buffers is None else buffers
     global_id = _padded(node_ids, node_budget, -1)
     edge_id = _padded(edge_ids, edge_budget, -1)
     graph = GraphsTuple(
-        nodes=_gather_rows(source.nodes, node_ids, node_budget),
-        edges=_gather_rows(source.edges, edge_ids, edge_budget),
+        nodes=_gather_rows(source.nodes, node_ids, node_budget, buffers),
+        edges=_gather_rows(source.edges, edge_ids, edge_budget, buffers),
         senders=_padded(senders, edge_budget, n_real).astype(np.int32),
         receivers=_padded(receivers, edge_budget, n_real).astype(np.int32),
         globals=None,
