@@ -49,10 +49,10 @@ Settings, gnkit's preset field against the `mace_run_train` flag it maps to
 Differences left, none removable through mace's flags: gnkit's learning rate warms up over a
 tenth of the updates and decays by a cosine to 1/20 within epochs; mace's `ExponentialLR` changes
 it once an epoch, with `--lr_scheduler_gamma` chosen so that the mean learning rate over the run
-equals gnkit's (`exponential_gamma`). gnkit validates every `eval_every_epochs` epochs and tests
-the state with the lowest weighted validation loss; mace validates every epoch (`--eval_interval
-1`: with 2 its epochs 0, 2, ... would be checked and the last one never) and keeps the lowest
-validation loss, so it picks among more states. Batch orders (gnkit: a permutation from
+equals gnkit's (`exponential_gamma`). Both validate after every epoch (gnkit's
+`eval_every_epochs` is set to 1, mace's `--eval_interval 1`: with 2 its epochs 0, 2, ... would be
+checked and the last one never) and test the state of the lowest weighted validation loss (the
+same loss formula and weights). Batch orders (gnkit: a permutation from
 `(seed, epoch)`; mace: torch's shuffling from its seed) and initial weights are each library's
 own. mace's symmetric contraction has more weights than gnkit's at equal sizes (the parameter
 counts are printed). mace trains on total energies in float32 (about -17,617 eV, 2 meV apart)
@@ -100,12 +100,21 @@ MACE_NAME = "mace"
 
 
 def run_config(preset: str, seed: int, overrides: dict | None = None):
-    """The demo's config for one run: `preset` with `seed`, MACE only, and `overrides`."""
+    """The demo's config for one run: `preset` with `seed`, MACE only, validated every epoch
+    (as mace's `--eval_interval 1`), and `overrides`.
+
+    Raises:
+      ValueError: `overrides` sets `eval_every_epochs` to another value than 1.
+    """
     import dataclasses
 
     from gnkit.demos.potentials.config import CONFIGS
 
-    config = dataclasses.replace(CONFIGS[preset], seed=seed, model=("mace",), **(overrides or {}))
+    settings = {"model": ("mace",), **(overrides or {})}
+    if settings.setdefault("eval_every_epochs", 1) != 1:
+        raise ValueError("run_config: both sides validate every epoch; eval_every_epochs must "
+                         f"be 1, got {settings['eval_every_epochs']!r}")
+    config = dataclasses.replace(CONFIGS[preset], seed=seed, **settings)
     config.validate()
     return config
 

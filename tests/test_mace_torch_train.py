@@ -108,3 +108,9 @@ def test_gnkit_epoch_seconds_leave_out_evaluations(tmp_path):
     walls, cpus = bench.gnkit_epoch_seconds(path)
     np.testing.assert_allclose(walls, [60.0, 6.0, 6.0])
     np.testing.assert_allclose(cpus, [30.0, 6.0, 6.0])
+
+
+def test_both_sides_validate_every_epoch():
+    assert bench.run_config("quick", 0).eval_every_epochs == 1  # the preset's own is 2
+    with pytest.raises(ValueError, match="eval_every_epochs must be 1"):
+        bench.run_config("quick", 0, {"eval_every_epochs": 2})
