@@ -9,7 +9,9 @@ positives), `fanouts` int `[h]` (hop 1 first, gnkit's order), `batch_size`, `lin
 OUTPUT gets, for the first `check_batches` neighbour batches, every sampled edge as original
 edge ids, global endpoints and the hop that drew it (`check_edges`, `check_senders`,
 `check_receivers`, `check_hops`, `check_batch`) and each batch's
-input node count; the timings are printed as one JSON line. Host-side, CPU.
+input node count; the timings are printed as one JSON line: `links` with gnkit's exclusion rule
+(`pair_excluder`, every edge joining a positive pair, both directions), `links_self` with DGL's
+`exclude="self"`. Host-side, CPU.
 
 DGL's `NeighborSampler` takes fanouts per GNN layer, input layer first, and samples from the
 seeds outward with the last one, so gnkit's `(f1, f2)` is DGL's `[f2, f1]`.
@@ -80,12 +82,35 @@ def time_neighbors(graph, seeds, fanouts, batch_size, batches) -> dict:
             "mean_real_nodes": nodes / batches}
 
 
-def time_links(graph, edges, fanouts, batch_size, negatives, batches) -> dict:
-    """`as_edge_prediction_sampler` with uniform negatives; positive edges per second."""
+def pair_excluder(senders, receivers, num_nodes):
+    """An `exclude` callable with gnkit's rule: every edge joining a seed edge's two endpoints,
+    in either direction (DGL's `exclude="self"` drops the seed edge alone).
+
+    Edges are sorted once by unordered pair key `min * N + max`; each batch finds its pairs'
+    runs with `torch.searchsorted`.
+    """
+    keys = torch.minimum(senders, receivers) * num_nodes + torch.maximum(senders, receivers)
+    order = torch.argsort(keys)
+    sorted_keys = keys[order]
+
+    def exclude(seed_edges):
+        wanted = torch.unique(keys[seed_edges])
+        starts = torch.searchsorted(sorted_keys, wanted)
+        counts = torch.searchsorted(sorted_keys, wanted, right=True) - starts
+        owner = torch.repeat_interleave(torch.arange(wanted.numel()), counts)
+        firsts = torch.cumsum(counts, 0) - counts
+        return order[starts[owner] + torch.arange(owner.numel()) - firsts[owner]]
+
+    return exclude
+
+
+def time_links(graph, edges, fanouts, batch_size, negatives, batches, exclude) -> dict:
+    """`as_edge_prediction_sampler` with uniform negatives and `exclude` (a mode or a callable);
+    positive edges per second."""
     sampler = dgl.dataloading.as_edge_prediction_sampler(
         dgl.dataloading.NeighborSampler(list(reversed(fanouts)), replace=False,
                                         prefetch_node_feats=["feat"]),
-        exclude="self", negative_sampler=dgl.dataloading.negative_sampler.Uniform(negatives))
+        exclude=exclude, negative_sampler=dgl.dataloading.negative_sampler.Uniform(negatives))
     stream = _batches(_loader(graph, edges, sampler, batch_size, 3), batches + 2)
     for _ in range(2):
         next(stream)
@@ -124,11 +149,14 @@ def main(argv) -> int:
     batch_size, batches = int(run["batch_size"]), int(run["batches"])
     np.savez(target, **check_samples(graph, seeds, fanouts, batch_size,
                                      int(run["check_batches"])))
+    link_run = (graph, edges, fanouts, int(run["link_batch_size"]), int(run["num_negatives"]),
+                batches)
+    senders, receivers = torch.from_numpy(run["senders"]), torch.from_numpy(run["receivers"])
     result = {
         "versions": {"dgl": dgl.__version__, "torch": torch.__version__},
         "neighbors": time_neighbors(graph, seeds, fanouts, batch_size, batches),
-        "links": time_links(graph, edges, fanouts, int(run["link_batch_size"]),
-                            int(run["num_negatives"]), batches),
+        "links": time_links(*link_run, pair_excluder(senders, receivers, int(run["num_nodes"]))),
+        "links_self": time_links(*link_run, "self"),
         "consumer": consumer_wait(graph, seeds, fanouts, batch_size, batches,
                                   float(run["step_s"])),
     }

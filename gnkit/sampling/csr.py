@@ -9,6 +9,7 @@ seed's time are a prefix of the row, found by binary search. Host NumPy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -141,6 +142,17 @@ class CSRGraph:
             usable_time=None if usable is None else usable[order],
             node_time=node_time,
         )
+
+    @functools.cached_property
+    def row_sender_keys(self) -> np.ndarray:
+        """int64 `[E]` `row * num_nodes + sender` per stored position, computed once.
+
+        For a store without time over one node set the rows are sorted by sender, so these
+        keys are nondecreasing and the edges from `u` into row `v` are the run of key
+        `v * num_nodes + u`, found by `np.searchsorted`.
+        """
+        rows = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(self.indptr))
+        return rows * self.num_nodes + self.senders
 
     @property
     def num_nodes(self) -> int:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gnkit.sampling.csr import CSRGraph, row_positions, run_positions, search_rows
+from gnkit.sampling.csr import CSRGraph, row_positions, run_positions
 from gnkit.sampling.one_hop import Strategy, sample_one_hop
 
 
@@ -62,11 +62,12 @@ def pair_positions(store: CSRGraph, keys: np.ndarray | None) -> np.ndarray | Non
         ends = np.unique(rows)
         positions, owner = row_positions(store.indptr, ends)
         return positions[np.isin(pair_keys(store.senders[positions], ends[owner], n), keys)]
-    # Rows sorted by sender: the edges from one node into a row are one run.
-    partners = np.concatenate([keys // n, keys % n])
-    starts = search_rows(store.indptr, store.senders, rows, partners, "left")
-    stops = search_rows(store.indptr, store.senders, rows, partners, "right")
-    return np.unique(run_positions(starts, stops)[0])
+    # Rows sorted by sender: the edges from one node into a row are one run of equal keys;
+    # distinct sorted keys give disjoint runs in ascending order.
+    wanted = np.unique(rows * n + np.concatenate([keys // n, keys % n]))
+    starts = np.searchsorted(store.row_sender_keys, wanted, "left")
+    stops = np.searchsorted(store.row_sender_keys, wanted, "right")
+    return run_positions(starts, stops)[0]
 
 
 def _hop(store, ids, valid, times, fanout, rng, strategy, excluded):
@@ -138,6 +139,20 @@ def expand_disjoint(
     )
 
 
+def _first_occurrences(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The positions in `ids` `[m]` of each id's first occurrence, ascending: int64 `[u]`.
+
+    `local` `[N]` is -1 at every id of `ids` on entry and on return; in between each holds the
+    least position it occurs at, as `position - m - 1` (below -1), through one `np.minimum.at`.
+    O(m), where a stable sort would be O(m log m).
+    """
+    positions = np.arange(ids.size) - (ids.size + 1)
+    np.minimum.at(local, ids, positions)
+    first = np.flatnonzero(local[ids] == positions)
+    local[ids] = -1
+    return first
+
+
 def expand_shared(
     store: CSRGraph,
     seeds: np.ndarray,
@@ -173,9 +188,10 @@ def expand_shared(
     excluded = pair_positions(store, excluded_pairs)
     local = np.full(store.num_nodes, -1, np.int64)
     seed_ids = np.where(seed_mask, seeds, -1).astype(np.int64)
-    if np.unique(seed_ids[seed_mask]).size != int(seed_mask.sum()):
+    seed_rows = np.flatnonzero(seed_mask)
+    local[seed_ids[seed_rows]] = seed_rows
+    if np.any(local[seed_ids[seed_rows]] != seed_rows):  # a repeated id kept one of its rows
         raise ValueError("shared sampling needs distinct seeds; got repeated seed ids.")
-    local[seed_ids[seed_mask]] = np.flatnonzero(seed_mask)
     node_ids, roots = [seed_ids], [np.arange(n_seed)]
     edge_ids, senders, receivers = [], [], []
     frontier_rows = np.flatnonzero(seed_mask)
@@ -193,8 +209,7 @@ def expand_shared(
         hop_receivers = np.repeat(frontier_rows, fanout)[mask]
         hop_roots = np.repeat(frontier_roots, fanout)[mask]
         unseen = local[neighbours] < 0
-        _, first = np.unique(neighbours[unseen], return_index=True)
-        first = np.sort(first)[: max(max_nodes - next_row, 0)]
+        first = _first_occurrences(local, neighbours[unseen])[: max(max_nodes - next_row, 0)]
         new_ids = neighbours[unseen][first]
         local[new_ids] = np.arange(next_row, next_row + new_ids.size)
         hop_senders = local[neighbours]

@@ -21,13 +21,18 @@ STRATEGIES: tuple[str, ...] = ("uniform", "last")
 
 
 def _floyd_offsets(degree: np.ndarray, fanout: int, rng: np.random.Generator) -> np.ndarray:
-    """`[n, fanout]` distinct uniform offsets in `[0, degree)` per row (`degree >= fanout`)."""
-    chosen = np.empty((degree.shape[0], fanout), np.int64)
-    for j in range(fanout):
-        upper = degree - fanout + j
-        draw = rng.integers(0, upper + 1)
-        taken = (chosen[:, :j] == draw[:, None]).any(axis=1)
-        chosen[:, j] = np.where(taken, upper, draw)
+    """`[n, fanout]` distinct uniform offsets in `[0, degree)` per row (`degree >= fanout`).
+
+    Floyd's algorithm: step `j` draws uniformly in `[0, degree - fanout + j]` and takes the
+    bound itself when the draw is already chosen. All `n * fanout` draws come from one
+    `rng.integers` call (exact bounded integers, no float rounding); the steps only resolve
+    the repeats.
+    """
+    upper = (degree - fanout)[:, None] + np.arange(fanout)
+    chosen = rng.integers(0, upper + 1)
+    for j in range(1, fanout):
+        taken = (chosen[:, :j] == chosen[:, j : j + 1]).any(axis=1)
+        chosen[taken, j] = upper[taken, j]
     return chosen
 
 
