@@ -71,9 +71,12 @@ def pair_positions(store: CSRGraph, keys: np.ndarray | None) -> np.ndarray | Non
 
 
 def _hop(store, ids, valid, times, fanout, rng, strategy, excluded):
-    """Sampled neighbours `[n, fanout]` of `ids`, their edge ids and validity."""
+    """The drawn neighbours of `ids` `[n]` and their edge ids, `[d]` each in slot order (row
+    by row), and the flat mask `[n * fanout]` of the slots that drew one."""
     positions, mask = sample_one_hop(store, ids, valid, fanout, rng, times, strategy, excluded)
-    return store.senders[positions], store.edge_ids[positions], mask
+    mask = mask.reshape(-1)
+    drawn = positions.reshape(-1)[mask]
+    return store.senders[drawn], store.edge_ids[drawn], mask
 
 
 def expand_disjoint(
@@ -110,23 +113,19 @@ def expand_disjoint(
     edge_ids, senders, receivers = [], [], []
     layer_rows, next_row = np.arange(n_seed), n_seed
     for fanout in fanouts:
-        neighbours, hop_edges, mask = _hop(
+        layer_ids, hop_edges, mask = _hop(
             store, layer_ids, layer_valid, layer_times, fanout, rng, strategy, excluded
         )
-        mask = mask.reshape(-1)
-        count = int(mask.sum())
-        rows = np.full(mask.shape[0], -1, np.int64)
-        rows[mask] = np.arange(next_row, next_row + count)
-        parents = np.repeat(layer_rows, fanout)
-        edge_ids.append(hop_edges.reshape(-1)[mask])
-        senders.append(rows[mask])
-        receivers.append(parents[mask])
-        layer_ids = neighbours.reshape(-1)[mask]
+        count = layer_ids.size
+        rows = np.arange(next_row, next_row + count)
+        edge_ids.append(hop_edges)
+        senders.append(rows)
+        receivers.append(np.repeat(layer_rows, fanout)[mask])
         layer_roots = np.repeat(layer_roots, fanout)[mask]
         if layer_times is not None:
             layer_times = np.repeat(layer_times, fanout)[mask]
         layer_valid = np.ones(count, bool)
-        layer_rows = rows[mask]
+        layer_rows = rows
         node_ids.append(layer_ids)
         roots.append(layer_roots)
         next_row += count
@@ -204,17 +203,16 @@ def expand_shared(
             store, frontier_ids, np.ones(frontier_rows.size, bool), None, fanout, rng,
             "uniform", excluded,
         )
-        mask = mask.reshape(-1)
-        neighbours = neighbours.reshape(-1)[mask]
         hop_receivers = np.repeat(frontier_rows, fanout)[mask]
         hop_roots = np.repeat(frontier_roots, fanout)[mask]
         unseen = local[neighbours] < 0
-        first = _first_occurrences(local, neighbours[unseen])[: max(max_nodes - next_row, 0)]
-        new_ids = neighbours[unseen][first]
+        candidates = neighbours[unseen]
+        first = _first_occurrences(local, candidates)[: max(max_nodes - next_row, 0)]
+        new_ids = candidates[first]
         local[new_ids] = np.arange(next_row, next_row + new_ids.size)
         hop_senders = local[neighbours]
         kept = np.flatnonzero(hop_senders >= 0)[: max(max_edges - n_edges, 0)]
-        edge_ids.append(hop_edges.reshape(-1)[mask][kept])
+        edge_ids.append(hop_edges[kept])
         senders.append(hop_senders[kept])
         receivers.append(hop_receivers[kept])
         node_ids.append(new_ids)
