@@ -5,8 +5,10 @@ positive edges `(s_i, d_i)` of the source graph and, per positive, `K` negatives
 with `n_ij` uniform over all nodes (not checked against the graph), and samples the
 neighbourhoods of every endpoint. The batch's positive edges are removed from message passing:
 no sampled edge joins `s_i` and `d_i`, in either direction, at any hop; they are taken out of
-each node's edges before its draw, so every node draws `min(fanout, its other edges)`. Host
-NumPy.
+each node's edges before its draw, so every node draws `min(fanout, its other edges)`. This is
+wider than DGL's `exclude="self"` (the positive edge alone, not a parallel or reverse edge) and
+PyG's `LinkNeighborLoader` (nothing removed: supervision edges are split off beforehand); DGL
+matches it with an `exclude` callable returning every edge of the batch's pairs. Host NumPy.
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ class LinkNeighborSampler:
       seed: the base of every random draw.
       subgraph: "disjoint" or "shared".
       remove_seed_edges: keep the edges joining the batch's positive pairs (every such edge,
-        both directions) out of the sampled edges; a node then draws up to its fanout from the
-        rest.
+        both directions, parallel edges included) out of the sampled edges; a node then draws
+        up to its fanout from the rest. DGL's `exclude="self"` drops only the positive edges
+        themselves.
       store: a prebuilt `CSRGraph.from_graph(graph)` to reuse.
     """
 
