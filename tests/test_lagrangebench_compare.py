@@ -96,8 +96,9 @@ def _venv_python() -> pathlib.Path:
     if not python.exists():
         pytest.skip(f"no LagrangeBench venv at {compare.DEFAULT_VENV} "
                     "(bash benchmarks/make_lagrangebench_venv.sh makes it)")
-    check = subprocess.run([str(python), "-c", "import jax_md, haiku, torch, lagrangebench"],
-                           capture_output=True, text=True)
+    shim = ("import e3nn_jax._src.tensor_products as tp; tp.naive_broadcast_decorator = "
+            "getattr(tp, 'naive_broadcast_decorator', lambda f: f); import lagrangebench")
+    check = subprocess.run([str(python), "-c", shim], capture_output=True, text=True)
     if check.returncode:
         pytest.skip(f"the LagrangeBench venv at {compare.DEFAULT_VENV} does not import "
                     f"lagrangebench: {check.stderr.strip().splitlines()[-1]}")
