@@ -307,6 +307,8 @@ def compare_dgl(graph, features, train, fanouts, batch_size, batches, step_s, dg
                                  / result["dgl"]["neighbors"]["seeds_per_s"])
     result["ratio_links"] = (result["gnkit"]["links"]["edges_per_s"]
                              / result["dgl"]["links"]["edges_per_s"])
+    result["ratio_links_self"] = (result["gnkit"]["links"]["edges_per_s"]
+                                  / result["dgl"]["links_self"]["edges_per_s"])
     return result
 
 
@@ -339,7 +341,8 @@ def print_dgl(comparison) -> None:
               f"{row['links']['edges_per_s']:9.0f} positive edges/s, consumer waits "
               f"{row['consumer']['wait_fraction']:.0%} inline")
     print(f"  dgl    links with exclude='self' (the positive edge alone) "
-          f"{comparison['dgl']['links_self']['edges_per_s']:9.0f} positive edges/s")
+          f"{comparison['dgl']['links_self']['edges_per_s']:9.0f} positive edges/s (gnkit / DGL "
+          f"{comparison['ratio_links_self']:.2f}x)")
     print(f"  gnkit / DGL per sampled seed: {comparison['ratio_neighbors']:.2f}x neighbours, "
           f"{comparison['ratio_links']:.2f}x links (both dropping every edge of a positive "
           f"pair); gnkit's consumer through a one-thread Prefetcher waits "
