@@ -684,6 +684,8 @@ def main(argv=None) -> int:
     parser.add_argument("--peers-python", type=Path, default=PEERS_PYTHON)
     parser.add_argument("--mace-torch-model", type=Path, default=None,
                         help="a trained mace-torch model of the quick sizes (else untrained)")
+    parser.add_argument("--aspirin-steps", type=int, help="override the JAX loop's aspirin steps")
+    parser.add_argument("--ase-steps", type=int, help="override the ASE calculator's steps")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--peer-worker", action="store_true", help=argparse.SUPPRESS)
@@ -707,6 +709,9 @@ def main(argv=None) -> int:
                   ref_steps=100, write_every=10) if args.quick else
              dict(aspirin_steps=40_000, ase_steps=4_000, chunk=2_000, timed=400,
                   emt_steps=10_000, ref_steps=2_000, write_every=20))
+    for key, value in (("aspirin_steps", args.aspirin_steps), ("ase_steps", args.ase_steps)):
+        if value is not None:
+            sizes[key] = value
     results: dict = {"quick": args.quick, "load_start": _load()}
     if args.speeds:
         results["speeds"] = model_speeds(args.emt_run_dir if (args.emt_run_dir / "config.json")
