@@ -9,7 +9,8 @@ import sys
 def run_with_devices(code: str, *args: str, devices: int = 8, timeout: int = 600) -> str:
     """Run `python -c code *args` on `devices` forced CPU devices; assert it succeeds and
     return its standard output."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    flags = os.environ.get("XLA_FLAGS", "")
+    env = dict(os.environ, XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={devices}")
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         env=env,

@@ -210,6 +210,7 @@ def test_trajectory_reads_back(tmp_path):
     np.testing.assert_allclose(images[0].positions, atoms.positions, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_model_energy_fn_matches_the_host_list_graph():
     # the MD graph (Verlet list pairs, one padding atom) against the host list's graph
     # (atoms_to_graph through vesin), differentiated by energy_forces_stress

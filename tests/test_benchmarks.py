@@ -286,6 +286,7 @@ def test_gat_needs_one_way_of_computing_logits(kwargs):
         attention.gat(lambda x: x, **kwargs)
 
 
+@pytest.mark.slow
 def test_relational_memory_benchmark_quick_runs_every_version(capsys):
     from benchmarks import relational_memory
 

@@ -227,6 +227,7 @@ def test_jraph_migration_page_lists_every_jraph_name():
     assert f"The {len(jraph.__all__)} names" in page
 
 
+@pytest.mark.slow
 def test_jraph_migration_worked_example_runs():
     pytest.importorskip("jraph")
     namespace = run_page("migrating_from_jraph.md")
@@ -255,7 +256,8 @@ def test_pyg_migration_page_names_exist_in_gnkit():
 
 @pytest.mark.parametrize(
     "page", ["index.md", "guides/graphs_and_padding.md", "guides/blocks.md", "guides/sampling.md",
-             "guides/linen_or_nnx.md", "guides/adding_a_demo.md", "guides/molecules.md"]
+             pytest.param("guides/linen_or_nnx.md", marks=pytest.mark.slow),  # two 300-step fits
+             "guides/adding_a_demo.md", "guides/molecules.md"]
 )
 def test_guide_code_runs(page):
     namespace = run_page(page)

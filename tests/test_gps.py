@@ -366,6 +366,7 @@ def test_graph_multihead_attention_rejects_indivisible_width():
 # ------------------------------------------------------------------------------------ GPS
 
 
+@pytest.mark.slow
 def test_gps_model_is_its_encoders_then_its_layers():
     batch, padded = make_batch([5, 7, 4], 3, 2)
     lap = gn.laplacian_pe(padded, 4)

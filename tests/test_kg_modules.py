@@ -86,6 +86,7 @@ def test_rgcn_layer_rejects_bad_decompositions():
         RGCN(6, num_relations=3, num_bases=2, num_blocks=2).init(jax.random.key(0), graph)
 
 
+@pytest.mark.slow
 def test_rgcn_classifies_nodes_by_the_relations_they_receive():
     # Each node's class is the relation of the edges it receives (0, 1 or 2), its features are
     # noise: only the relation-specific weights tell the classes apart.

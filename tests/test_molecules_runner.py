@@ -138,6 +138,7 @@ def test_gps_batches_carry_each_molecules_own_encodings():
     assert (np.concatenate(flips) < 0).any()
 
 
+@pytest.mark.slow
 def test_gps_loss_falls_on_a_tiny_set():
     config = dataclasses.replace(
         CONFIGS["tiny"], model="gps", descriptors=False, gps_hidden_size=32, gps_layers=2,

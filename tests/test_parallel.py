@@ -32,7 +32,8 @@ import _parallel_worker as worker  # noqa: E402
 
 
 def _run(args, devices, timeout=600, **kwargs):
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    flags = os.environ.get("XLA_FLAGS", "")
+    env = dict(os.environ, XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={devices}")
     return subprocess.Popen(
         [sys.executable, str(TESTS / "_parallel_worker.py"), *args],
         env=env,

@@ -27,7 +27,8 @@ WORKER = Path(__file__).resolve().parent / "_edge_models_worker.py"
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     out = tmp_path_factory.mktemp("edge_models") / "results.json"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    flags = os.environ.get("XLA_FLAGS", "")
+    env = dict(os.environ, XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count=8")
     process = subprocess.run(
         [sys.executable, str(WORKER), str(out)],
         env=env,

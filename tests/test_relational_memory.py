@@ -137,6 +137,7 @@ def test_attention_layouts_equal_numpy_attention():
                                rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_graph_layout_equals_dense_layout_with_the_same_weights():
     dense, graph = _cell(num_blocks=2), _cell(num_blocks=2, attention="graph")
     params, memory, inputs = _init(dense, seed=3)

@@ -157,6 +157,7 @@ def test_block_remat_matches_reference(num_steps, block_size):
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_block_remat_has_the_parameters_outputs_and_gradients_of_the_other_paths():
     graph = _graph()
     models = {
@@ -185,6 +186,7 @@ def test_block_remat_has_the_parameters_outputs_and_gradients_of_the_other_paths
             np.testing.assert_allclose(leaf, want_leaf, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_every_remat_mode_trains_alike_in_the_data_parallel_step():
     """Under `shard_map` (the 'single' and 'mesh' steps), block remat used to fail to trace."""
     graph = _graph()
@@ -244,6 +246,7 @@ def test_default_block_size_is_a_divisor_near_the_square_root():
     assert [rrn._default_block_size(t) for t in (7, 97)] == [3, 10]  # primes: round(sqrt)
 
 
+@pytest.mark.slow
 def test_more_steps_at_evaluation_extend_the_same_trajectory():
     model = SudokuRRN(
         hidden_size=8, embed_size=4, encoder_layers=1, message_layers=2, update_layers=1

@@ -663,6 +663,7 @@ def test_learning_curves_subtract_evaluation_time(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_sudoku_trains_with_pmap_and_mesh_like_one_device(tmp_path):
     """`train --parallel pmap|mesh` on 8 forced CPU devices (a fresh interpreter): same
     checkpoint after 3 updates as `--parallel single` (the batch of 8 split one per device)."""

@@ -227,6 +227,7 @@ def _scores(results):
             for name, row in rows.items()}
 
 
+@pytest.mark.slow
 def test_tiny_run_resumes_to_the_uninterrupted_result_and_eval_reads_it_back(tmp_path):
     config = dataclasses.replace(CONFIGS["tiny"], models=("sage", "link"))
     whole = experiments.run_verb(DEMO, "train", config, tmp_path / "whole", progress=False)
