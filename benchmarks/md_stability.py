@@ -323,9 +323,9 @@ def peer_worker(args) -> None:
     atoms = ase.io.read(args.atoms, format="extxyz")
     momenta = atoms.get_momenta()
     species = sorted(int(z) for z in args.species.split(","))
-    if args.model:
-        model = torch.load(args.model, map_location="cpu", weights_only=False)
-        source = f"trained: {args.model}"
+    if args.peer_model:
+        model = torch.load(args.peer_model, map_location="cpu", weights_only=False)
+        source = f"trained: {args.peer_model}"
     else:
         model = _mace_torch_model(species, args.avg_neighbors, json.loads(args.sizes))
         source = "untrained, the same sizes"
@@ -360,7 +360,7 @@ class PeerWorker:
         command = [str(python), str(Path(__file__).resolve()), "--peer-worker", "--atoms",
                    str(path), "--species", ",".join(map(str, species)), "--avg-neighbors",
                    str(avg_neighbors), "--timestep-fs", str(timestep_fs), "--sizes",
-                   json.dumps(QUICK_MACE_SIZES), "--mace-torch-model", str(model or ""),
+                   json.dumps(QUICK_MACE_SIZES), "--peer-model", str(model or ""),
                    "--threads", str(threads)]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=open(work / "peer_worker.log", "w"), text=True)
@@ -694,6 +694,7 @@ def main(argv=None) -> int:
     parser.add_argument("--avg-neighbors", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--timestep-fs", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", help=argparse.SUPPRESS)
+    parser.add_argument("--peer-model", default="", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help="mace-torch's torch threads")
     args = parser.parse_args(argv)
     if args.peer_worker:
