@@ -60,11 +60,12 @@ while gnkit trains on energies minus the E0s; mace predicts the test file with i
 weights cast to float64 (`mace_eval_configs --default_dtype float64`), gnkit in float32 with
 the E0s added in float64.
 
-Timing: wall seconds of each epoch's updates only (validation, checkpoints and test excluded):
-for mace, around `mace.tools.train.train_one_epoch`; for gnkit, between the demo's per-epoch
-log records, less the evaluations' wall time. gnkit's first epoch holds its one compilation of
-the training step (every aspirin batch has one padded shape), so speed is the median over epochs
-2..N and the first epoch is reported on its own. mace-torch first runs `--probe-epochs` epochs at
+Timing: wall seconds of each epoch's updates only (validation and test excluded): for mace,
+around `mace.tools.train.train_one_epoch`; for gnkit, between the demo's per-epoch log records,
+less the evaluations' wall time (its checkpoint written after each validation stays in).
+gnkit's first epoch holds its one compilation of the training step (every aspirin batch has
+one padded shape), so speed is the median over epochs 2..N and the first epoch is reported on
+its own. mace-torch first runs `--probe-epochs` epochs at
 each torch thread count of `--threads` (`torch.set_num_threads` and `OMP_NUM_THREADS`) on the
 first seed, and trains every seed at the fastest. CPU-minutes: each run's process CPU time
 (`getrusage` of the child), data loading, validation and test included. Both sides use glibc's
