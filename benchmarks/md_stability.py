@@ -661,7 +661,8 @@ def summary(results: dict) -> str:
         for name in ("jax", "emt_reference"):
             entry = emt[name]
             lines.append(
-                f"emt {name} ({emt['dtype']}): {entry['ps']:g} ps, drift "
+                f"emt {name} ({emt['dtype'] if name == 'jax' else 'ASE, float64'}): "
+                f"{entry['ps']:g} ps, drift "
                 f"{entry['drift_ev_per_atom_per_ps'] * 1000:.4f} meV/atom/ps, max |dE| "
                 f"{entry['max_deviation_ev_per_atom'] * 1000:.3f} meV/atom (bar 1), "
                 f"{_steps_per_s(entry)} steps/s")
