@@ -249,7 +249,8 @@ def _torch_data(arrays: dict, peer: str, torch, species: tuple[int, ...]) -> dic
     }
 
 
-def _mace_torch_model(species, avg_num_neighbors: float, sizes: dict):
+def mace_torch_model(species, avg_num_neighbors: float, sizes: dict):
+    """mace-torch's `ScaleShiftMACE` at `sizes` (`MACE_SIZE`'s keys), untrained; peers' venv."""
     import torch
     from e3nn import o3
     from mace.modules import RealAgnosticInteractionBlock, RealAgnosticResidualInteractionBlock
@@ -299,7 +300,7 @@ def _peer_contender(arrays: dict, model_name: str, sizes: dict, mode: str, threa
     torch.set_num_threads(threads)
     torch.set_default_dtype(torch.float32)
     species = species_of(arrays)
-    build = _mace_torch_model if model_name == "mace" else _nequip_model
+    build = mace_torch_model if model_name == "mace" else _nequip_model
     model = build(species, mean_neighbors(arrays), sizes).to(torch.float32).eval()
     info = {"params": int(sum(p.numel() for p in model.parameters())), "torch": torch.__version__,
             "mode": mode}

@@ -285,27 +285,6 @@ def model_speeds(emt_run_dir: Path, names, n_steps: int, rounds: int) -> dict:
 # ------------------------------------------------------------------ mace-torch peer (its venv)
 
 
-def _mace_torch_model(species, avg_num_neighbors: float, sizes: dict):
-    """mace-torch's `ScaleShiftMACE` at `sizes` (`QUICK_MACE_SIZES`'s keys), untrained."""
-    import torch
-    from e3nn import o3
-    from mace.modules import RealAgnosticInteractionBlock, RealAgnosticResidualInteractionBlock
-    from mace.modules.models import ScaleShiftMACE
-
-    return ScaleShiftMACE(
-        r_max=5.0, num_bessel=sizes["num_basis"], num_polynomial_cutoff=sizes["envelope_p"],
-        max_ell=sizes["max_l"], interaction_cls=RealAgnosticResidualInteractionBlock,
-        interaction_cls_first=RealAgnosticInteractionBlock,
-        num_interactions=sizes["num_interactions"], num_elements=len(species),
-        hidden_irreps=o3.Irreps(sizes["hidden_irreps"]),
-        MLP_irreps=o3.Irreps(f"{sizes['readout_features']}x0e"),
-        atomic_energies=np.zeros(len(species)), avg_num_neighbors=avg_num_neighbors,
-        atomic_numbers=list(species), correlation=sizes["correlation"],
-        gate=torch.nn.functional.silu, radial_MLP=list(sizes["radial_mlp"]),
-        atomic_inter_scale=1.0, atomic_inter_shift=0.0,
-    )
-
-
 def peer_worker(args) -> None:
     """mace-torch's `MACECalculator` driving ASE's `VelocityVerlet` from the start in
     `args.atoms`; answers lines `N` on stdin with `{"seconds": ...}` for N more steps (JSON on
@@ -327,7 +306,10 @@ def peer_worker(args) -> None:
         model = torch.load(args.peer_model, map_location="cpu", weights_only=False)
         source = f"trained: {args.peer_model}"
     else:
-        model = _mace_torch_model(species, args.avg_neighbors, json.loads(args.sizes))
+        sys.path.insert(0, str(REPO))
+        from benchmarks.atoms_potentials import mace_torch_model
+
+        model = mace_torch_model(species, args.avg_neighbors, json.loads(args.sizes))
         source = "untrained, the same sizes"
     model = model.to(torch.float32).eval()
     info = {"params": int(sum(p.numel() for p in model.parameters())), "source": source,
