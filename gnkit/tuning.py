@@ -1,4 +1,8 @@
-"""Process-level allocator settings that make JAX's CPU steps faster, applied on `import gnkit`.
+"""Process-level settings that make JAX's CPU steps faster, applied on `import gnkit`.
+
+Two settings: glibc's allocator, and one XLA CPU compiler flag.
+
+The allocator.
 
 XLA's CPU runtime allocates each call's outputs and temporaries with `malloc` on its worker
 threads. Under glibc's defaults every buffer above 32 MB is a fresh `mmap` and is unmapped when
@@ -20,11 +24,23 @@ happens off glibc (macOS, Windows, musl). Host only.
 A setting that must be made before Python starts does much the same without the larger heap:
 `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc 2.35 or later, transparent huge pages in
 `madvise` or `always` mode) maps those blocks with 2 MB pages, one fault per 512 small ones.
+
+The XLA flag. XLA's CPU compiler of jaxlib 0.10 and 0.11 hands reductions to YNNPACK, which for
+the reductions of message passing's backward pass (a gradient summed over a small axis of an
+`[n_edge, ...]` array) is several times slower than XLA's own loops, and keeps slices out of the
+fused kernel (upstream: jax-ml/jax#37465, openxla/xla#46351). `import gnkit` appends
+`--xla_cpu_experimental_ynn_fusion_type=-reduce` to `XLA_FLAGS` (`apply_default_xla_flags`),
+which keeps YNNPACK's matrix products and leaves reductions to XLA. Like every XLA flag it
+takes effect only if it is set before JAX starts its backend, so import gnkit before the first
+JAX computation. It is left out when `XLA_FLAGS` already names the flag (yours wins), when
+`GNKIT_SYSTEM_XLA_FLAGS=1` is in the environment, and for other jaxlib versions (an XLA that
+does not know a flag aborts).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import os
 import sys
 import warnings
@@ -38,6 +54,11 @@ _M_ARENA_MAX = -8
 _TRIM_THRESHOLD = 2**31 - 1
 # Set to 1 to keep `import gnkit` from changing glibc's settings.
 SYSTEM_MALLOC_ENV = "GNKIT_SYSTEM_MALLOC"
+# Set to 1 to keep `import gnkit` from adding to XLA_FLAGS.
+SYSTEM_XLA_FLAGS_ENV = "GNKIT_SYSTEM_XLA_FLAGS"
+# The flag `import gnkit` adds, and the jaxlib versions it is added for: [first, end).
+CPU_REDUCTIONS_FLAG = "--xla_cpu_experimental_ynn_fusion_type=-reduce"
+_CPU_REDUCTIONS_JAXLIB = ((0, 10), (0, 12))
 
 
 def _jax_backend_started() -> bool:
@@ -96,3 +117,32 @@ def apply_default_allocator() -> bool:
     if os.environ.get(SYSTEM_MALLOC_ENV, "") == "1":
         return False
     return use_fast_allocator(warn_if_late=False)
+
+
+def _jaxlib_version() -> tuple[int, int] | None:
+    """jaxlib's (major, minor) from its installed metadata, without importing it."""
+    try:
+        major, minor = importlib.metadata.version("jaxlib").split(".")[:2]
+        return int(major), int(minor)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def apply_default_xla_flags() -> bool:
+    """Append `CPU_REDUCTIONS_FLAG` to `XLA_FLAGS`; returns whether it did.
+
+    What `import gnkit` runs, once per process (the module docstring says why). Leaves
+    `XLA_FLAGS` as it is when it already names the flag, when `GNKIT_SYSTEM_XLA_FLAGS=1`, when
+    JAX has started its backend (the flags are read then, so a later change would not apply), or
+    when jaxlib is not 0.10 or 0.11. Host only; not jittable.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    first, end = _CPU_REDUCTIONS_JAXLIB
+    version = _jaxlib_version()
+    if (os.environ.get(SYSTEM_XLA_FLAGS_ENV, "") == "1"
+            or CPU_REDUCTIONS_FLAG.split("=")[0] in flags
+            or version is None or not first <= version < end
+            or _jax_backend_started()):
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {CPU_REDUCTIONS_FLAG}".strip()
+    return True

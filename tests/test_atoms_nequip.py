@@ -52,6 +52,48 @@ def test_convolution_of_scalars_is_the_weighted_sum_of_neighbour_harmonics():
                                rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("irreps_in, max_l, irreps_out", [
+    ("3x0e + 3x1o", 3, "0e + 1o + 2e + 3o"),  # MACE's second interaction
+    ("2x0e + 2x0o + 2x1e + 2x1o", 1, "0e + 0o + 1e + 1o"),  # NequIP with parity
+    ("2x0e + 2x1o + 2x2e", 2, "0e + 1o"),
+])
+def test_convolution_equals_e3nns_per_path_products_and_their_gradients(irreps_in, max_l,
+                                                                        irreps_out):
+    # the one-pass convolution against e3nn-jax's tensor_product of every edge, weighted and
+    # summed at the receivers; values and the gradients forces and training take, float64
+    rng = np.random.default_rng(1)
+    n_atoms, n_edge = 5, 17
+    senders, receivers = (jnp.asarray(rng.integers(0, n_atoms, n_edge)) for _ in range(2))
+    with jax.enable_x64(True):
+        features = jnp.asarray(rng.normal(size=(n_atoms, e3nn.Irreps(irreps_in).dim)))
+        harmonics = e3nn.spherical_harmonics(
+            e3nn.Irreps.spherical_harmonics(max_l), jnp.asarray(rng.normal(size=(n_edge, 3))),
+            normalize=True, normalization="component").array
+        irreps_sh = e3nn.Irreps.spherical_harmonics(max_l)
+        n_paths = e3nn.tensor_product(irreps_in, irreps_sh, filter_ir_out=[
+            ir for _, ir in e3nn.Irreps(irreps_out)]).num_irreps
+        weights = jnp.asarray(rng.normal(size=(n_edge, n_paths)))
+
+        def one_pass(x, y, w):
+            return convolution(e3nn.IrrepsArray(irreps_in, x), e3nn.IrrepsArray(irreps_sh, y),
+                               w, senders, receivers, irreps_out)
+
+        def per_path(x, y, w):
+            products = e3nn.tensor_product(
+                e3nn.IrrepsArray(irreps_in, x)[senders], e3nn.IrrepsArray(irreps_sh, y),
+                filter_ir_out=[ir for _, ir in e3nn.Irreps(irreps_out)]).regroup() * w
+            return e3nn.zeros(products.irreps, (n_atoms,), x.dtype).at[receivers].add(products)
+
+        got, want = one_pass(features, harmonics, weights), per_path(features, harmonics, weights)
+        assert got.irreps == want.irreps
+        np.testing.assert_allclose(got.array, want.array, rtol=1e-12, atol=1e-12)
+        probe = jnp.asarray(rng.normal(size=want.shape))
+        gradients = [jax.grad(lambda *a, f=f: jnp.sum(probe * f(*a).array), argnums=(0, 1, 2))(
+            features, harmonics, weights) for f in (one_pass, per_path)]
+        for got_gradient, want_gradient in zip(*gradients, strict=True):
+            np.testing.assert_allclose(got_gradient, want_gradient, rtol=1e-12, atol=1e-12)
+
+
 def test_gated_irreps_follow_nequips_rule():
     hidden = e3nn.Irreps("4x0e + 4x0o + 4x1o + 4x1e")
     # first layer: scalars in, Y = 0e + 1o reach 0e and 1o only

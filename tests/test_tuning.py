@@ -135,3 +135,64 @@ def test_the_opt_out_variable_skips_mallopt(monkeypatch):
     monkeypatch.setenv(tuning.SYSTEM_MALLOC_ENV, "0")
     assert tuning.apply_default_allocator() is True
     assert calls == [{"warn_if_late": False}]
+
+
+# argv: an XLA_FLAGS value or "-" for none. Prints XLA_FLAGS after `import jax; import gnkit`
+# and how many YNNPACK fusions XLA makes of a reduction over the middle axis of a product.
+_FLAG_SCRIPT = """
+import json, os, sys
+if sys.argv[1] != "-":
+    os.environ["XLA_FLAGS"] = sys.argv[1]
+import jax
+import gnkit
+import jax.numpy as jnp
+x = jnp.ones((512, 16, 64))
+text = jax.jit(lambda x: jnp.sum(x * x, axis=1)).lower(x).compile().as_text()
+print(json.dumps([os.environ.get("XLA_FLAGS"), text.count("__ynn_fusion")]))
+"""
+
+needs_flag_jaxlib = pytest.mark.skipif(
+    not (tuning._CPU_REDUCTIONS_JAXLIB[0] <= tuning._jaxlib_version()
+         < tuning._CPU_REDUCTIONS_JAXLIB[1]),
+    reason="the flag is added for jaxlib 0.10-0.11 only")
+
+
+def _flags_and_ynn_fusions(xla_flags: str | None, system_flags: bool = False) -> list:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("XLA_FLAGS", tuning.SYSTEM_XLA_FLAGS_ENV)}
+    if system_flags:
+        env[tuning.SYSTEM_XLA_FLAGS_ENV] = "1"
+    result = subprocess.run([sys.executable, "-c", _FLAG_SCRIPT, xla_flags or "-"],
+                            capture_output=True, text=True, check=True, env=env)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@needs_flag_jaxlib
+def test_import_gnkit_keeps_reductions_out_of_ynnpack_and_the_opt_out_keeps_xlas_choice():
+    assert _flags_and_ynn_fusions(None) == [tuning.CPU_REDUCTIONS_FLAG, 0]
+    assert _flags_and_ynn_fusions("--xla_backend_optimization_level=1") == [
+        f"--xla_backend_optimization_level=1 {tuning.CPU_REDUCTIONS_FLAG}", 0]
+    flags, fusions = _flags_and_ynn_fusions(None, system_flags=True)
+    assert flags is None and fusions == 1  # XLA's default sends the reduction to YNNPACK
+
+
+@needs_flag_jaxlib
+def test_a_flag_the_user_set_is_left_alone():
+    own = "--xla_cpu_experimental_ynn_fusion_type=reduce"
+    assert _flags_and_ynn_fusions(own) == [own, 1]
+
+
+def test_the_flag_is_added_only_for_the_jaxlib_versions_that_have_it(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv(tuning.SYSTEM_XLA_FLAGS_ENV, raising=False)
+    monkeypatch.setattr(tuning, "_jax_backend_started", lambda: False)
+    for version, added in [((0, 9), False), ((0, 10), True), ((0, 11), True), ((0, 12), False),
+                           (None, False)]:
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
+        monkeypatch.setattr(tuning, "_jaxlib_version", lambda version=version: version)
+        assert tuning.apply_default_xla_flags() is added, version
+        assert os.environ.get("XLA_FLAGS") == (tuning.CPU_REDUCTIONS_FLAG if added else None)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setattr(tuning, "_jaxlib_version", lambda: (0, 10))
+    monkeypatch.setattr(tuning, "_jax_backend_started", lambda: True)
+    assert tuning.apply_default_xla_flags() is False  # too late to take effect

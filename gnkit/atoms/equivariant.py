@@ -105,6 +105,13 @@ def convolution(
     scaled by its own per-edge weight, and the messages are summed into the receivers. Not
     normalised by the neighbour count (each model does that its own way). Jittable.
 
+    When every irrep of `node_features` has the same multiplicity (NequIP's and MACE's
+    features), all paths are evaluated at once: each edge's harmonics are contracted with the
+    Clebsch-Gordan coefficients of one channel first (`[n_edge, d_in, d_out]`, independent of
+    the channel count), then every channel's features with that matrix and the path weights in
+    one fused elementwise pass, and the messages are summed in channel-major layout, reordered
+    to e3nn-jax's layout on the atoms. Other inputs take e3nn-jax's per-path products.
+
     Args:
       node_features: `[n_atoms, irreps_in]`.
       harmonics: `[n_edge, irreps_sh]`, the edges' spherical harmonics.
@@ -116,16 +123,76 @@ def convolution(
     Returns:
       `[n_atoms, message_irreps(node_features.irreps, harmonics.irreps, irreps_out)]`.
     """
-    messages = message_products(node_features[senders], harmonics, irreps_out)
-    if path_weights.shape[-1] != messages.irreps.num_irreps:
+    irreps = message_products(node_features.irreps, harmonics.irreps, irreps_out)
+    if path_weights.shape[-1] != irreps.num_irreps:
         raise ValueError(
-            f"convolution: path_weights must have {messages.irreps.num_irreps} columns (one per "
-            f"irrep of {messages.irreps}), found shape {path_weights.shape}"
+            f"convolution: path_weights must have {irreps.num_irreps} columns (one per "
+            f"irrep of {irreps}), found shape {path_weights.shape}"
         )
-    messages = messages * path_weights
-    return e3nn.zeros(messages.irreps, (node_features.shape[0],), messages.dtype).at[
-        receivers
-    ].add(messages)
+    channels = {mul for mul, _ in node_features.irreps}
+    if len(channels) != 1:
+        messages = message_products(node_features[senders], harmonics, irreps_out)
+        messages = messages * path_weights
+        return e3nn.zeros(messages.irreps, (node_features.shape[0],), messages.dtype).at[
+            receivers
+        ].add(messages)
+    (channels,) = channels
+    dtype = node_features.dtype
+    one_channel, coefficients, path_rows = _channel_products(
+        str(e3nn.Irreps([(1, ir) for _, ir in node_features.irreps])), str(harmonics.irreps),
+        str(e3nn.Irreps(irreps_out)), np.dtype(dtype).name,
+    )
+    n_edge, n_atoms = harmonics.shape[0], node_features.shape[0]
+    # [n_edge, d_in, d_out]: each edge's harmonics contracted with the coefficients
+    edge_matrix = jnp.einsum("eb,abk->eak", harmonics.array, coefficients.astype(dtype))
+    features = jnp.swapaxes(node_features.mul_to_axis().array, 1, 2)[senders]  # [n_edge, d_in, C]
+    # one piece per path, split (not sliced) so that the gradients are concatenations, not pads
+    dims = [ir.dim for mul, ir in one_channel for _ in range(mul)]
+    path_matrices = jnp.split(edge_matrix, np.cumsum(dims)[:-1], axis=2)
+    path_weights = jnp.split(path_weights.reshape(n_edge, len(dims), channels), len(dims), axis=1)
+    messages = jnp.concatenate([
+        weights * sum(matrix[:, a, :, None] * features[:, a, None, :] for a in rows)
+        for matrix, weights, rows in zip(path_matrices, path_weights, path_rows, strict=True)
+    ], axis=1)  # [n_edge, d_out, C], channels last as the weights' columns are
+    summed = jax.ops.segment_sum(messages, receivers, n_atoms)
+    sizes = [mul * ir.dim for mul, ir in one_channel]
+    chunks = [
+        jnp.swapaxes(block.reshape(n_atoms, mul, ir.dim, channels), 2, 3)
+        .reshape(n_atoms, mul * channels, ir.dim)
+        for (mul, ir), block in zip(one_channel, jnp.split(summed, np.cumsum(sizes)[:-1], axis=1),
+                                    strict=True)
+    ]
+    return e3nn.from_chunks(irreps, chunks, (n_atoms,), dtype)
+
+
+@functools.cache
+def _channel_products(
+    irreps_in: str, irreps_sh: str, irreps_out: str, dtype: str
+) -> tuple[e3nn.Irreps, np.ndarray, tuple[tuple[int, ...], ...]]:
+    """The one-channel messages of `message_products` and their coefficients. Host function.
+
+    Returns:
+      `(irreps, coefficients, rows)`: the irreps of one channel's products;
+      `[d_in, d_sh, irreps.dim]` with `product[k] = sum_ab coefficients[a, b, k] x_a y_b`, read
+      off `e3nn.tensor_product` on unit vectors, so normalisation and order are its own; and per
+      path (each multiplicity of each irrep) the input components it reads.
+    """
+    irreps_in, irreps_sh = e3nn.Irreps(irreps_in), e3nn.Irreps(irreps_sh)
+    d_in, d_sh = irreps_in.dim, irreps_sh.dim
+    with jax.ensure_compile_time_eval():
+        unit_in = np.repeat(np.eye(d_in, dtype=dtype), d_sh, axis=0)
+        unit_sh = np.tile(np.eye(d_sh, dtype=dtype), (d_in, 1))
+        products = message_products(
+            e3nn.IrrepsArray(irreps_in, jnp.asarray(unit_in)),
+            e3nn.IrrepsArray(irreps_sh, jnp.asarray(unit_sh)), e3nn.Irreps(irreps_out),
+        )
+        coefficients = np.asarray(products.array).reshape(d_in, d_sh, -1)
+    starts = np.cumsum([0] + [ir.dim for mul, ir in products.irreps for _ in range(mul)])
+    rows = tuple(
+        tuple(np.flatnonzero(np.any(coefficients[:, :, start:stop] != 0, axis=(1, 2))).tolist())
+        for start, stop in zip(starts[:-1], starts[1:], strict=True)
+    )
+    return products.irreps, coefficients, rows
 
 
 def message_products(
