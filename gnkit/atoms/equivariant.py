@@ -106,11 +106,15 @@ def convolution(
     normalised by the neighbour count (each model does that its own way). Jittable.
 
     When every irrep of `node_features` has the same multiplicity (NequIP's and MACE's
-    features), all paths are evaluated at once: each edge's harmonics are contracted with the
-    Clebsch-Gordan coefficients of one channel first (`[n_edge, d_in, d_out]`, independent of
-    the channel count), then every channel's features with that matrix and the path weights in
-    one fused elementwise pass, and the messages are summed in channel-major layout, reordered
-    to e3nn-jax's layout on the atoms. Other inputs take e3nn-jax's per-path products.
+    features), all paths are evaluated in one pass: each edge's harmonics are contracted with
+    the Clebsch-Gordan coefficients of one channel first (`[n_edge, d_in, d_out]`, independent
+    of the channel count), then each path multiplies the input components it reads with its
+    columns of that matrix and its weight, every channel at once (channels on the last axis, as
+    the weights' columns are), and the messages are summed into the receivers and put in
+    e3nn-jax's layout on the atoms. Same values as e3nn-jax's `tensor_product` of every edge;
+    on MACE's second interaction (`64x0e + 64x1o` by `Y` up to `l = 3`, 2,436 edges, 2 CPU
+    cores) 3x faster forward and 1.7x faster forward and backward. Other inputs take
+    e3nn-jax's per-path products.
 
     Args:
       node_features: `[n_atoms, irreps_in]`.
@@ -433,13 +437,13 @@ def symmetric_contraction(
         per_species.append(jnp.einsum("fkm,skc->cfsm", matrix.astype(x.dtype), w))
     num_species = per_species[0].shape[2]
     monomials = _monomials(jnp.transpose(x, (1, 2, 0)), correlation)  # [C, n_monomials, n_atoms]
-    contracted = jnp.einsum("cfn,cfo->cno", monomials, jnp.concatenate(
-        [w.reshape(*w.shape[:2], -1) for w in per_species], axis=-1))
+    contracted = jnp.einsum("cfn,cfo->con", monomials, jnp.concatenate(
+        [w.reshape(*w.shape[:2], -1) for w in per_species], axis=-1))  # atoms minor: faster
     one_hot = jax.nn.one_hot(species, num_species, dtype=x.dtype)  # [n_atoms, n_species]
     chunks, column = [], 0
     for _, ir in irreps:
-        block = contracted[..., column:column + num_species * ir.dim]
-        block = block.reshape(*block.shape[:2], num_species, ir.dim)
-        chunks.append(jnp.einsum("cnsm,ns->ncm", block, one_hot)[:, :, None, :])
+        block = contracted[:, column:column + num_species * ir.dim]
+        block = block.reshape(block.shape[0], num_species, ir.dim, block.shape[-1])
+        chunks.append(jnp.einsum("csmn,ns->ncm", block, one_hot)[:, :, None, :])
         column += num_species * ir.dim
     return e3nn.from_chunks(irreps, chunks, x.shape[:2], x.dtype)
