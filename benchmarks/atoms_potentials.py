@@ -3,7 +3,8 @@
     bash benchmarks/make_atoms_peers_venv.sh             # once: ~/.cache/gnkit-atoms-peers
     python -m benchmarks.atoms_potentials [--workloads aspirin8,aspirin32,cu500]
         [--models mace,nequip] [--reps 5] [--steps 2] [--threads 1,2] [--modes eager,script]
-        [--malloc default,tuned] [--peers-python PATH] [--no-peers] [--json PATH] [--quick]
+        [--malloc default,tuned] [--xla-flags gnkit,xla] [--peers-python PATH] [--no-peers]
+        [--json PATH] [--quick]
 
 Workloads (float32, cutoff 5 Å, the same neighbour list on every side): `aspirin8` / `aspirin32`,
 the first 8 / 32 structures of rMD17 aspirin's test file as one batch (21 atoms each);
@@ -24,7 +25,8 @@ own worker process (so its peak RSS is its own): gnkit in this Python, jitted
 number of XLA compilations reported); the peers in `--peers-python` (the venv of
 `make_atoms_peers_venv.sh`), eager and TorchScript (`e3nn.util.jit.compile`), at each torch
 thread count of `--threads`, each under glibc's default allocator and under
-`MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736` ("tuned"; `--malloc`). Rounds
+`MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736` ("tuned"; `--malloc`); gnkit also,
+with `--xla-flags gnkit,xla`, without the XLA flag `import gnkit` adds (`gnkit.tuning`). Rounds
 interleave the contenders: each round every worker times `--steps` energy + forces calls, and a
 contender's number is its best call over `--reps` rounds. Printed: parameters per side, seconds
 per call, structures/s, atoms/s, peak RSS, and per workload gnkit (default allocator first, then
@@ -57,6 +59,7 @@ TUNED_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"
 PEERS = {"mace": "mace-torch", "nequip": "nequip"}
 MODES = ("eager", "script")
 MALLOCS = ("default", "tuned")
+XLA_FLAGS = ("gnkit", "xla")
 ASPIRIN_TEST_FRAMES = 1800
 
 MACE_SIZE = {"num_interactions": 2, "hidden_irreps": "64x0e + 64x1o", "max_l": 3,
@@ -209,6 +212,7 @@ def _gnkit_contender(arrays: dict, model_name: str, sizes: dict):
         "xla_temp_mb": memory.temp_size_in_bytes / 2**20 if memory else None,
         "jax": jax.__version__,
         "backend": jax.default_backend(),
+        "xla_flags_env": os.environ.get("XLA_FLAGS", ""),
     }
 
     def call():
@@ -410,9 +414,10 @@ class Worker:
 
 
 def contender_settings(model: str, args) -> list[dict]:
-    """Every worker of one model: gnkit per allocator, the peer per mode x allocator (each peer
-    worker is timed at every thread count of `args.threads`)."""
-    settings = [{"side": "gnkit", "malloc": malloc} for malloc in args.malloc]
+    """Every worker of one model: gnkit per XLA flags x allocator, the peer per mode x allocator
+    (each peer worker is timed at every thread count of `args.threads`)."""
+    settings = [{"side": "gnkit", "malloc": malloc, "xla_flags": flags}
+                for flags in args.xla_flags for malloc in args.malloc]
     if not args.no_peers:
         settings += [{"side": PEERS[model], "mode": mode, "malloc": malloc}
                      for mode in args.modes for malloc in args.malloc]
@@ -421,7 +426,8 @@ def contender_settings(model: str, args) -> list[dict]:
 
 def label_of(setting: dict, threads: int | None = None) -> str:
     if setting["side"] == "gnkit":
-        return f"gnkit jit, {setting['malloc']} malloc"
+        flags = "XLA's flags, " if setting["xla_flags"] == "xla" else ""
+        return f"gnkit jit, {flags}{setting['malloc']} malloc"
     threads = f"{threads} thr, " if threads else ""
     return f"{setting['side']} {setting['mode']}, {threads}{setting['malloc']} malloc"
 
@@ -433,6 +439,12 @@ def _start(setting: dict, model: str, arrays_path: Path, sizes: dict, args) -> W
     if setting["side"] == "gnkit":
         # gnkit's workers share XLA's persistent cache: the first compiles, the others load.
         env["JAX_COMPILATION_CACHE_DIR"] = str(arrays_path.parent / "jax_cache")
+        if setting["xla_flags"] == "xla":  # this process imported gnkit: take its flag out
+            from gnkit import tuning
+
+            env[tuning.SYSTEM_XLA_FLAGS_ENV] = "1"
+            env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(tuning.CPU_REDUCTIONS_FLAG,
+                                                                "").strip()
         command = [sys.executable, "-m", "benchmarks.atoms_potentials"]
     else:
         command = [str(args.peers_python), str(Path(__file__).resolve()), "--mode",
@@ -482,7 +494,8 @@ def run_pair(model: str, workload: str, arrays: dict, arrays_path: Path, args) -
 def summarise(rows: dict) -> list[dict]:
     """Per peer: its best setting against gnkit under the default allocator and at its best."""
     gnkit = {label: row for label, row in rows.items() if row["side"] == "gnkit"}
-    default = [row for row in gnkit.values() if row["malloc"] == "default"]
+    default = [row for row in gnkit.values()
+               if row["malloc"] == "default" and row["xla_flags"] == "gnkit"]
     gnkit_best = min(gnkit, key=lambda label: gnkit[label]["best_s"])
     summary = []
     for side in sorted({row["side"] for row in rows.values()} - {"gnkit"}):
@@ -538,6 +551,9 @@ def _parse(argv):
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--modes", default="eager,script")
     parser.add_argument("--malloc", default="default,tuned")
+    parser.add_argument("--xla-flags", default="gnkit",
+                        help="gnkit's workers under the XLA flags `import gnkit` sets (gnkit), "
+                             "XLA's own (xla), or both (gnkit,xla)")
     parser.add_argument("--peers-python", type=Path, default=PEERS_PYTHON)
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--quick", action="store_true", help="tiny models (the test's size)")
@@ -551,7 +567,8 @@ def _parse(argv):
     if args.worker:
         args.threads = int(args.threads.split(",")[0])
         return args
-    for flag, allowed in (("models", tuple(PEERS)), ("modes", MODES), ("malloc", MALLOCS)):
+    for flag, allowed in (("models", tuple(PEERS)), ("modes", MODES), ("malloc", MALLOCS),
+                          ("xla_flags", XLA_FLAGS)):
         chosen = getattr(args, flag).split(",")
         unknown = [name for name in chosen if name not in allowed]
         if unknown:
@@ -571,6 +588,8 @@ def _parse(argv):
             parser.error(f"--workloads: {error}")
     if "default" in args.malloc:  # gnkit's default-allocator number comes first
         args.malloc = ["default"] + [m for m in args.malloc if m != "default"]
+    if "gnkit" in args.xla_flags:  # and under gnkit's flags
+        args.xla_flags = ["gnkit"] + [f for f in args.xla_flags if f != "gnkit"]
     return args
 
 

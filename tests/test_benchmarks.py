@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import __main__ as bench
 from benchmarks import workloads
-from gnkit import attention
+from gnkit import attention, tuning
 from gnkit.graph import GraphsTuple
 
 
@@ -379,6 +379,7 @@ runpy.run_path({atoms_potentials.__file__!r}, run_name="__main__")
     (["--models", "mace,schnet"], "--models: ['schnet'] not among ('mace', 'nequip')"),
     (["--modes", "jit"], "--modes: ['jit'] not among ('eager', 'script')"),
     (["--malloc", "jemalloc"], "--malloc: ['jemalloc'] not among ('default', 'tuned')"),
+    (["--xla-flags", "fast"], "--xla_flags: ['fast'] not among ('gnkit', 'xla')"),
     (["--reps", "0"], "--reps must be at least 1, got 0"),
     (["--steps", "-1"], "--steps must be at least 1, got -1"),
     (["--threads", "1.5"], "--threads: expected positive integers, got '1.5'"),
@@ -399,8 +400,12 @@ def test_atoms_potentials_summary_takes_each_peer_at_its_best_and_gnkit_default_
     from benchmarks import atoms_potentials
 
     rows = {
-        "gnkit jit, default malloc": {"side": "gnkit", "malloc": "default", "best_s": 0.04},
-        "gnkit jit, tuned malloc": {"side": "gnkit", "malloc": "tuned", "best_s": 0.03},
+        "gnkit jit, default malloc": {"side": "gnkit", "malloc": "default", "xla_flags": "gnkit",
+                                      "best_s": 0.04},
+        "gnkit jit, tuned malloc": {"side": "gnkit", "malloc": "tuned", "xla_flags": "gnkit",
+                                    "best_s": 0.03},
+        "gnkit jit, XLA's flags, default malloc": {"side": "gnkit", "malloc": "default",
+                                                   "xla_flags": "xla", "best_s": 0.035},
         "mace-torch eager, 1 thr": {"side": "mace-torch", "malloc": "default", "best_s": 0.12},
         "mace-torch script, 2 thr": {"side": "mace-torch", "malloc": "default", "best_s": 0.09},
     }
@@ -418,11 +423,15 @@ def test_atoms_potentials_quick_gnkit_run_writes_its_record(tmp_path, capsys):
     path = tmp_path / "atoms.json"
     record = atoms_potentials.main(["--quick", "--no-peers", "--workloads", "aspirin2",
                                     "--models", "mace", "--reps", "2", "--steps", "1",
-                                    "--malloc", "default", "--json", str(path)])
+                                    "--malloc", "default", "--xla-flags", "xla,gnkit",
+                                    "--json", str(path)])
     assert json.loads(path.read_text()) == json.loads(json.dumps(record))
     (pair,) = record["pairs"]
     assert (pair["n_graphs"], pair["n_atoms"]) == (2, 42)
-    (row,) = pair["rows"].values()
+    row, xla_row = pair["rows"].values()  # gnkit's flags first
+    assert tuning.CPU_REDUCTIONS_FLAG in row["xla_flags_env"]
+    assert tuning.CPU_REDUCTIONS_FLAG not in xla_row["xla_flags_env"]
+    assert xla_row["finite"] and xla_row["compiles_while_timed"] == 0
     assert row["finite"] and row["calls"] == 2 and row["compiles_while_timed"] == 0
     assert row["structures_per_s"] == pytest.approx(2 / row["best_s"])
     assert row["params"] > 0 and row["peak_rss_mb"] >= row["rss_after_imports_mb"]
