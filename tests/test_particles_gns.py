@@ -86,6 +86,45 @@ def noise_of(draws):
     return random_walk_noise(draws, 3e-4)
 
 
+def _numpy_mlp(params, x, layer_norm):
+    layers = sorted(name for name in params if name.startswith("dense_"))
+    for index, name in enumerate(layers):
+        x = x @ np.asarray(params[name]["kernel"]) + np.asarray(params[name]["bias"])
+        if index < len(layers) - 1:
+            x = np.maximum(x, 0.0)
+    if layer_norm:  # flax's LayerNorm: epsilon 1e-6, biased variance
+        scale, bias = (np.asarray(params["LayerNorm_0"][k]) for k in ("scale", "bias"))
+        x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+        x = x * scale + bias
+    return x
+
+
+def test_gns_is_the_papers_encoder_residual_blocks_and_decoder_by_numpy():
+    import jax
+
+    rng = np.random.default_rng(3)
+    graph = particle_graph(rng.uniform(0, 1, (4, 30, 2)), np.ones(2), 0.3, STATS)
+    model = GNS(latent_size=8, num_layers=2, num_message_passing_steps=3)
+    params = model.init(jax.random.key(1), graph)["params"]
+    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    nodes = _numpy_mlp(params["node_encoder"], np.asarray(graph.nodes, np.float64), True)
+    edges = _numpy_mlp(params["edge_encoder"], np.asarray(graph.edges, np.float64), True)
+    for step in range(3):
+        block = params[f"processor_{step}"]
+        new_edges = _numpy_mlp(block["edge_update"], np.concatenate(
+            [edges, nodes[senders], nodes[receivers]], axis=1), True)
+        received = np.zeros_like(nodes)
+        np.add.at(received, receivers, new_edges)
+        new_nodes = _numpy_mlp(block["node_update"], np.concatenate([nodes, received], axis=1),
+                               True)
+        nodes, edges = nodes + new_nodes, edges + new_edges
+    expected = _numpy_mlp(params["decoder"], nodes, False)
+    np.testing.assert_allclose(np.asarray(model.apply({"params": params}, graph)), expected,
+                               rtol=1e-4, atol=1e-5)
+    assert set(params) == {"node_encoder", "edge_encoder", "processor_0", "processor_1",
+                           "processor_2", "decoder"}  # one block per step, nothing shared
+
+
 def test_nnx_twin_gives_linen_outputs_with_copied_weights():
     import jax
     from flax import nnx

@@ -13,7 +13,8 @@ by `import gnkit`.
   energy, and for Taylor-Green the fitted decay rate against the analytic one.
 
 `gnkit.particles.gns` (imported on its own; it also needs the `atoms` extra for the periodic
-neighbour list): a GNS-style encode-process-decode model with LagrangeBench's one-step target.
+neighbour list): GNS (encoder, residual interaction blocks, decoder) with LagrangeBench's
+one-step target.
 `gnkit.particles.rollout` (imported on its own, same extras): the model's input graph built on
 device by the cell list at a fixed capacity, a `lax.scan` rollout that raises on neighbour-list
 overflow, and LagrangeBench's position MSE and kinetic-energy error.

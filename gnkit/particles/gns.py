@@ -1,12 +1,15 @@
-"""A GNS-style particle simulator (Sanchez-Gonzalez et al. 2020) on LagrangeBench-layout data.
+"""A GNS particle simulator (Sanchez-Gonzalez et al. 2020) on LagrangeBench-layout data.
 
-Encode-process-decode over a radius graph of particles: the graph comes from gnkit's periodic
-neighbour list (`gnkit.atoms.neighbor_list`, vesin; a 2D box is the periodic x-y plane of a 3D
-cell), nodes carry the last `history` normalised velocities, edges the wrapped displacement
-and distance over the connectivity radius, and `gnkit.nn.EncodeProcessDecode` predicts the
-normalised acceleration of every particle, LagrangeBench's one-step target: with
-v_t = x_t - x_{t-1} (wrapped, per frame), a_t = v_{t+1} - v_t, normalised by the dataset's
-`acc_mean` / `acc_std` (velocities by `vel_mean` / `vel_std`).
+Encode-process-decode over a radius graph of particles, the paper's processor: the graph comes
+from gnkit's periodic neighbour list (`gnkit.atoms.neighbor_list`, vesin; a 2D box is the
+periodic x-y plane of a 3D cell), nodes carry the last `history` normalised velocities, edges
+the wrapped displacement and distance over the connectivity radius; an encoder embeds nodes and
+edges, `num_message_passing_steps` interaction blocks, each with its own parameters, update
+edges from their two nodes and nodes from their summed incoming edges with residual
+connections, and a decoder reads the normalised acceleration of every particle off the last
+node latents, LagrangeBench's one-step target: with v_t = x_t - x_{t-1} (wrapped, per frame),
+a_t = v_{t+1} - v_t, normalised by the dataset's `acc_mean` / `acc_std` (velocities by
+`vel_mean` / `vel_std`).
 
 Needs the `particles` and `atoms` extras (h5py; ASE and vesin for the neighbour list). Graph
 building is host-side NumPy; the model and the training step are jittable.
@@ -24,7 +27,7 @@ import optax
 
 from gnkit.atoms.neighbor_list import neighbor_list
 from gnkit.graph import GraphsTuple
-from gnkit.nn import EncodeProcessDecode
+from gnkit.nn import MLP, GraphNetwork
 from gnkit.particles.data import ParticleDataset, periodic_displacements
 
 
@@ -100,13 +103,20 @@ def target_acceleration(window: np.ndarray, box: np.ndarray, stats: Normalisatio
 
 
 class GNS(nn.Module):
-    """Encode-process-decode predicting a normalised acceleration [N, dim] per particle.
+    """GNS: encoder, residual interaction blocks, decoder; a normalised acceleration [N, dim].
+
+    Every MLP has `num_layers` Dense layers of `latent_size` units with ReLU between them (the
+    decoder's last layer has `dim`), and all but the decoder end in LayerNorm, as in the GNS
+    paper and LagrangeBench's `GNS`. Each of the `num_message_passing_steps` blocks is a
+    `gnkit.nn.GraphNetwork` without globals (edges from `[edge, sender, receiver]`, nodes from
+    `[node, summed incoming edges]`) with its own parameters, added to its input (residual).
+    The graph's globals are not read.
 
     Attributes:
         dim: spatial dimension (the output width).
         latent_size: width of every MLP layer and of the latent graph.
-        num_layers: layers per MLP.
-        num_message_passing_steps: processor steps (the decoder reads the last one).
+        num_layers: Dense layers per MLP (at least 1).
+        num_message_passing_steps: interaction blocks (at least 1).
     """
 
     dim: int = 2
@@ -117,11 +127,20 @@ class GNS(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
         """Accelerations [N, dim] for a graph from `particle_graph`. Jittable."""
-        outputs = EncodeProcessDecode(
-            node_output_size=self.dim, latent_size=self.latent_size,
-            num_layers=self.num_layers, layer_norm=True,
-        )(graph, num_processing_steps=self.num_message_passing_steps)
-        return outputs[-1].nodes
+        if self.num_layers < 1 or self.num_message_passing_steps < 1:
+            raise ValueError(
+                f"GNS: num_layers and num_message_passing_steps must be at least 1, got "
+                f"{self.num_layers} and {self.num_message_passing_steps}"
+            )
+        hidden = (self.latent_size,) * self.num_layers
+        nodes = MLP(hidden, layer_norm=True, name="node_encoder")(graph.nodes)
+        edges = MLP(hidden, layer_norm=True, name="edge_encoder")(graph.edges)
+        for step in range(self.num_message_passing_steps):
+            updated = GraphNetwork(hidden, hidden, use_globals=False, layer_norm=True,
+                                   name=f"processor_{step}")(
+                graph._replace(nodes=nodes, edges=edges))
+            nodes, edges = nodes + updated.nodes, edges + updated.edges
+        return MLP((*hidden[:-1], self.dim), name="decoder")(nodes)
 
 
 def one_step_samples(dataset: ParticleDataset, split: str, history: int, count: int,

@@ -16,7 +16,7 @@ from gnkit.particles import gns
 
 
 class GNS(Twin, linen=gns.GNS):
-    """The GNS encode-process-decode simulator (`gnkit.particles.gns.GNS`) for NNX.
+    """The GNS simulator (`gnkit.particles.gns.GNS`) for NNX.
 
     Args:
       in_node_features: node width of the input graph (`history * dim`, plus `dim` with an

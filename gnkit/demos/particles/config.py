@@ -15,7 +15,7 @@ class ParticlesConfig:
     """Data, model, training and evaluation of one run (`--set KEY=VALUE` sets a field).
 
     `case`: a shipped LagrangeBench-layout set (`gnkit.particles.particle_dataset_path`). The
-    model is GNS (`gnkit.particles.gns.GNS`, encode-process-decode with layer norm) on
+    model is GNS (`gnkit.particles.gns.GNS`, residual interaction blocks with layer norm) on
     `history` normalised velocities per particle (LagrangeBench's `input_seq_length` 6 gives
     5), plus RPF's body force; built with flax linen or its NNX twin (`api`). Training draws
     `batch_size` windows per update (trajectory and frame uniform, seeded by `(seed,
