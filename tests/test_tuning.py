@@ -192,7 +192,10 @@ def test_the_flag_is_added_only_for_the_jaxlib_versions_that_have_it(monkeypatch
         monkeypatch.setattr(tuning, "_jaxlib_version", lambda version=version: version)
         assert tuning.apply_default_xla_flags() is added, version
         assert os.environ.get("XLA_FLAGS") == (tuning.CPU_REDUCTIONS_FLAG if added else None)
-    monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.setattr(tuning, "_jaxlib_version", lambda: (0, 10))
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    assert tuning.apply_default_xla_flags() is False  # XLA's loops gave NaN at level 0
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.setattr(tuning, "_jax_backend_started", lambda: True)
     assert tuning.apply_default_xla_flags() is False  # too late to take effect
