@@ -442,9 +442,7 @@ def _start(setting: dict, model: str, arrays_path: Path, sizes: dict, args) -> W
         if setting["xla_flags"] == "xla":  # this process imported gnkit: take its flag out
             from gnkit import tuning
 
-            env[tuning.SYSTEM_XLA_FLAGS_ENV] = "1"
-            env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(tuning.CPU_REDUCTIONS_FLAG,
-                                                                "").strip()
+            env = {**tuning.foreign_jax_environment(env), tuning.SYSTEM_XLA_FLAGS_ENV: "1"}
         command = [sys.executable, "-m", "benchmarks.atoms_potentials"]
     else:
         command = [str(args.peers_python), str(Path(__file__).resolve()), "--mode",

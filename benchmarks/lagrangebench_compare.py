@@ -172,7 +172,9 @@ class LagrangeBenchWorker:
     """The worker process in LagrangeBench's venv, driven by one JSON line per command."""
 
     def __init__(self, python: pathlib.Path, settings: dict, log_path: pathlib.Path):
-        env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH="")
+        from gnkit.tuning import foreign_jax_environment  # jax 0.4.13 there: no gnkit flags
+
+        env = dict(foreign_jax_environment(), JAX_PLATFORMS="cpu", PYTHONPATH="")
         self.log = open(log_path, "w")
         self.process = subprocess.Popen(
             [str(python), __file__, "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

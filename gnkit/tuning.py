@@ -37,6 +37,9 @@ JAX computation. It is left out when `XLA_FLAGS` already names the flag (yours w
 not know a flag aborts), and under `--xla_backend_optimization_level=0`: at that level XLA's
 own reduction loops turned a Relation Network's training loss into NaN after four updates
 (jaxlib 0.10.2), which level 3 and YNNPACK's reductions both compute correctly.
+
+Child processes inherit `XLA_FLAGS`; one that runs an older jaxlib (a separate virtual
+environment) aborts on a flag its XLA does not know. Start it with `foreign_jax_environment()`.
 """
 
 from __future__ import annotations
@@ -152,3 +155,20 @@ def apply_default_xla_flags() -> bool:
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {CPU_REDUCTIONS_FLAG}".strip()
     return True
+
+
+def foreign_jax_environment(environment: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of `environment` (default `os.environ`) without the flag `import gnkit` adds.
+
+    For a child process that runs another jaxlib, whose XLA may not know the flag and would
+    abort. Host only.
+    """
+    environment = dict(os.environ if environment is None else environment)
+    flags = environment.get("XLA_FLAGS", "").split()
+    if CPU_REDUCTIONS_FLAG in flags:
+        flags.remove(CPU_REDUCTIONS_FLAG)
+        if flags:
+            environment["XLA_FLAGS"] = " ".join(flags)
+        else:
+            del environment["XLA_FLAGS"]
+    return environment

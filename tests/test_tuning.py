@@ -199,3 +199,13 @@ def test_the_flag_is_added_only_for_the_jaxlib_versions_that_have_it(monkeypatch
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.setattr(tuning, "_jax_backend_started", lambda: True)
     assert tuning.apply_default_xla_flags() is False  # too late to take effect
+
+
+def test_a_foreign_jax_environment_drops_only_the_flag_gnkit_added():
+    flag = tuning.CPU_REDUCTIONS_FLAG
+    assert tuning.foreign_jax_environment(
+        {"XLA_FLAGS": f"--xla_cpu_enable_fast_math=false {flag}", "HOME": "/h"}) == {
+        "XLA_FLAGS": "--xla_cpu_enable_fast_math=false", "HOME": "/h"}
+    assert tuning.foreign_jax_environment({"XLA_FLAGS": flag}) == {}
+    own = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=reduce"}
+    assert tuning.foreign_jax_environment(own) == own
