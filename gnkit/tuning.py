@@ -146,11 +146,10 @@ def apply_default_xla_flags() -> bool:
     """
     flags = os.environ.get("XLA_FLAGS", "")
     first, end = _CPU_REDUCTIONS_JAXLIB
-    version = _jaxlib_version()
     if (os.environ.get(SYSTEM_XLA_FLAGS_ENV, "") == "1"
             or CPU_REDUCTIONS_FLAG.split("=")[0] in flags
             or _UNOPTIMISED in flags.split()
-            or version is None or not first <= version < end
+            or not first <= (_jaxlib_version() or (0, 0)) < end
             or _jax_backend_started()):
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {CPU_REDUCTIONS_FLAG}".strip()

@@ -146,3 +146,14 @@ def test_nnx_twin_gives_linen_outputs_with_copied_weights():
     built = NNXGNS(in_node_features=4, in_edge_features=3, rngs=nnx.Rngs(0), latent_size=8,
                    num_layers=1, num_message_passing_steps=2)
     assert built(graph).shape == (30, 2)
+
+
+@pytest.mark.parametrize("option, value", [("num_layers", 0), ("num_message_passing_steps", -1),
+                                           ("latent_size", 1.5), ("dim", True)])
+def test_bad_sizes_are_named(option, value):
+    import jax
+
+    graph = particle_graph(np.random.default_rng(0).uniform(0, 1, (3, 10, 2)), np.ones(2), 0.3,
+                           STATS)
+    with pytest.raises(ValueError, match=f"GNS: {option} must be an integer of at least 1"):
+        GNS(**{option: value}).init(jax.random.key(0), graph)

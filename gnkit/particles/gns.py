@@ -113,8 +113,8 @@ class GNS(nn.Module):
     The graph's globals are not read.
 
     Attributes:
-        dim: spatial dimension (the output width).
-        latent_size: width of every MLP layer and of the latent graph.
+        dim: spatial dimension (the output width, at least 1).
+        latent_size: width of every MLP layer and of the latent graph (at least 1).
         num_layers: Dense layers per MLP (at least 1).
         num_message_passing_steps: interaction blocks (at least 1).
     """
@@ -127,11 +127,10 @@ class GNS(nn.Module):
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
         """Accelerations [N, dim] for a graph from `particle_graph`. Jittable."""
-        if self.num_layers < 1 or self.num_message_passing_steps < 1:
-            raise ValueError(
-                f"GNS: num_layers and num_message_passing_steps must be at least 1, got "
-                f"{self.num_layers} and {self.num_message_passing_steps}"
-            )
+        for name in ("dim", "latent_size", "num_layers", "num_message_passing_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"GNS: {name} must be an integer of at least 1, got {value!r}")
         hidden = (self.latent_size,) * self.num_layers
         nodes = MLP(hidden, layer_norm=True, name="node_encoder")(graph.nodes)
         edges = MLP(hidden, layer_norm=True, name="edge_encoder")(graph.edges)
