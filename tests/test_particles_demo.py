@@ -45,3 +45,17 @@ def test_tiny_train_eval_resume_and_metrics_against_numpy(tmp_path):
     experiments.run_verb(DEMO, "train", dataclasses.replace(config, updates=6), run_dir,
                          progress=False)
     assert _steps(run_dir, "eval") == [2, 4, 6]
+
+
+@pytest.mark.slow
+def test_tiny_segnn_run_reports_numpys_rollout_mse_in_the_nnx_api(tmp_path):
+    config = dataclasses.replace(CONFIGS["tiny"], model=("segnn",), api="nnx", gif_frames=0)
+    run_dir = tmp_path / "run"
+    results = experiments.run_verb(DEMO, "train", config, run_dir, progress=False)
+    test = load_particle_dataset("tgv2d").splits["test"][0].positions.astype(np.float64)
+    predicted = np.load(run_dir / "rollouts_segnn.npz")["test_0"].astype(np.float64)
+    delta = predicted - test[config.history + 1:][: len(predicted)]
+    delta -= np.round(delta)  # unit box
+    assert results["models"]["segnn"]["steps_reached"] == [config.test_rollout_steps]
+    assert results["models"]["segnn"]["test"]["mse"] == pytest.approx(np.mean(delta**2),
+                                                                      rel=1e-5)

@@ -157,3 +157,13 @@ def test_bad_sizes_are_named(option, value):
                            STATS)
     with pytest.raises(ValueError, match=f"GNS: {option} must be an integer of at least 1"):
         GNS(**{option: value}).init(jax.random.key(0), graph)
+
+
+def test_isotropic_statistics_average_the_means_and_the_variances_over_axes():
+    stats = Normalisation(vel_mean=np.array([1.0, 3.0]), vel_std=np.array([3.0, 4.0]),
+                          acc_mean=np.array([-2.0, 0.0]), acc_std=np.array([1.0, 7.0]))
+    iso = stats.isotropic()
+    np.testing.assert_allclose(iso.vel_mean, [2.0, 2.0])
+    np.testing.assert_allclose(iso.vel_std, [np.sqrt(12.5)] * 2)
+    np.testing.assert_allclose(iso.acc_mean, [-1.0, -1.0])
+    np.testing.assert_allclose(iso.acc_std, [5.0, 5.0])

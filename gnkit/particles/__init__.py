@@ -15,6 +15,9 @@ by `import gnkit`.
 `gnkit.particles.gns` (imported on its own; it also needs the `atoms` extra for the periodic
 neighbour list): GNS (encoder, residual interaction blocks, decoder) with LagrangeBench's
 one-step target.
+`gnkit.particles.segnn` (imported on its own; also e3nn-jax, the `atoms` extra): SEGNN, the
+steerable E(3)-equivariant simulator on the same input graphs, its outputs rotating and
+reflecting with its inputs.
 `gnkit.particles.rollout` (imported on its own, same extras): the model's input graph built on
 device by the cell list at a fixed capacity, a `lax.scan` rollout that raises on neighbour-list
 overflow, and LagrangeBench's position MSE and kinetic-energy error.

@@ -46,6 +46,19 @@ class Normalisation:
         return cls(*(np.asarray(metadata[key], np.float32)
                      for key in ("vel_mean", "vel_std", "acc_mean", "acc_std")))
 
+    def isotropic(self) -> Normalisation:
+        """The same statistics equal along every axis (LagrangeBench's `isotropic_norm`): each
+        mean averaged over the axes, each standard deviation the root of the mean variance, so
+        normalising commutes with rotations (what an equivariant model such as SEGNN needs)."""
+        def mean(values):
+            return np.full_like(values, values.mean())
+
+        def std(values):
+            return np.full_like(values, np.sqrt(np.mean(values**2)))
+
+        return Normalisation(mean(self.vel_mean), std(self.vel_std), mean(self.acc_mean),
+                             std(self.acc_std))
+
 
 def _cell_3d(box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A 3D cell and pbc for a periodic 2D or 3D box [dim]."""

@@ -1,23 +1,24 @@
-"""Particle fluids on LagrangeBench's TGV 2D and RPF 2D cases: GNS with noise injection.
+"""Particle fluids on LagrangeBench's TGV 2D and RPF 2D cases: GNS and SEGNN, noise injection.
 
     gnkit particles train --case tgv2d --model gns
     gnkit particles train --config quick --case rpf2d --api nnx --run-dir runs/rpf
+    gnkit particles train --config quick --model gns,segnn --run-dir runs/tgv
     gnkit particles eval --run-dir runs/particles
 
 `train` reads the shipped JAX-SPH set of `--case` (`gnkit.particles.particle_dataset_path`),
-trains GNS (`gnkit.particles.gns.GNS`, or its NNX twin with `--api nnx`) on one-step
-normalised accelerations with GNS's random-walk input noise, the input graph built on device
-by the cell list at a fixed capacity (`gnkit.particles.one_step`), validating with the one-step
-loss and a short rollout of each validation trajectory on the comparison runner
-(`gnkit.experiments.runner`: resumable, progress, the state with the lowest validation rollout
-MSE kept). The test rolls every test trajectory out with the neighbour list rebuilt each step
-(`gnkit.particles.rollout.rollout_growing`: on overflow the capacity doubles and the rollout
-runs again; past the limit it stops and says at which step) and reports LagrangeBench's
-metrics (position MSE per step, `mse5` / `mse10` / `mse20` / full, kinetic-energy MSE,
-Sinkhorn divergence) beside a constant-velocity baseline, the rollouts in
-`rollouts_<model>.npz`, learning curves (`curves.png`) and the first test rollout beside the
-ground truth (`rollout.gif`). `--case`, `--model` and `--api` are short for `--set case=...`,
-... Host driver around jitted steps.
+trains GNS (`gnkit.particles.gns.GNS`) or SEGNN (`gnkit.particles.segnn.SEGNN`), or their NNX
+twins with `--api nnx`, on one-step normalised accelerations with GNS's random-walk input noise,
+the input graph built on device by the cell list at a fixed capacity
+(`gnkit.particles.one_step`), validating with the one-step loss and a short rollout of each
+validation trajectory on the comparison runner (`gnkit.experiments.runner`: resumable, progress,
+the state with the lowest validation rollout MSE kept). The test rolls every test trajectory out
+with the neighbour list rebuilt each step (`gnkit.particles.rollout.rollout_growing`: on
+overflow the capacity doubles and the rollout runs again; past the limit it stops and says at
+which step) and reports LagrangeBench's metrics (position MSE per step, `mse5` / `mse10` /
+`mse20` / full, kinetic-energy MSE, Sinkhorn divergence) beside a constant-velocity baseline,
+the rollouts in `rollouts_<model>.npz`, learning curves (`curves.png`) and the first test
+rollout beside the ground truth (`rollout.gif`). `--case`, `--model` and `--api` are short for
+`--set case=...`, ... Host driver around jitted steps.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ COMPARISON = runner.Comparison(
 
 DEMO = experiments.Demo(
     "particles",
-    "Particle fluids (LagrangeBench TGV 2D, RPF 2D): GNS with noise injection and rollouts.",
+    "Particle fluids (LagrangeBench TGV 2D, RPF 2D): GNS and SEGNN, noise injection, rollouts.",
     presets=CONFIGS,
     verbs=runner.comparison_verbs(COMPARISON),
     preset_notes=PRESET_NOTES,

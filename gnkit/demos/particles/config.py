@@ -7,7 +7,7 @@ from typing import Literal
 
 from gnkit.experiments import setting
 
-ModelName = Literal["gns"]
+ModelName = Literal["gns", "segnn"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,9 +15,15 @@ class ParticlesConfig:
     """Data, model, training and evaluation of one run (`--set KEY=VALUE` sets a field).
 
     `case`: a shipped LagrangeBench-layout set (`gnkit.particles.particle_dataset_path`). The
-    model is GNS (`gnkit.particles.gns.GNS`, residual interaction blocks with layer norm) on
-    `history` normalised velocities per particle (LagrangeBench's `input_seq_length` 6 gives
-    5), plus RPF's body force; built with flax linen or its NNX twin (`api`). Training draws
+    models are GNS (`gnkit.particles.gns.GNS`, residual interaction blocks with layer norm) and
+    SEGNN (`gnkit.particles.segnn.SEGNN`, steerable layers of e3nn-jax irreps) on `history`
+    normalised velocities per particle (LagrangeBench's `input_seq_length` 6 gives 5), plus
+    RPF's body force; built with flax linen or their NNX twins (`api`). `latent_size`,
+    `num_layers` and `steps` size both as LagrangeBench's `latent_dim`, `num_mlp_layers` and
+    `num_mp_steps` do: for SEGNN `latent_size` is its `scalar_units` and `num_layers` its
+    steerable layers per block. SEGNN reads velocities and accelerations normalised the same
+    along every axis (`Normalisation.isotropic`, LagrangeBench's `isotropic_norm`), so its
+    predictions rotate with the flow. Training draws
     `batch_size` windows per update (trajectory and frame uniform, seeded by `(seed,
     update)`), adds GNS's random-walk noise (`noise_std` at the last velocity) and fits the
     normalised acceleration (LagrangeBench's loss: squared error summed over dims, averaged
@@ -33,12 +39,14 @@ class ParticlesConfig:
     """
 
     case: Literal["tgv2d", "rpf2d"] = setting("tgv2d", help="the shipped dataset")
-    model: tuple[ModelName, ...] = setting(("gns",), help="the models to train: gns")
+    model: tuple[ModelName, ...] = setting(("gns",), help="the models to train: gns, segnn")
     api: Literal["linen", "nnx"] = setting("linen", help="flax linen or its NNX twin")
     history: int = setting(5, minimum=1, help="input velocities per particle")
     latent_size: int = setting(128, minimum=1, help="width of every MLP and of the latents")
     num_layers: int = setting(2, minimum=1, help="hidden layers per MLP")
     steps: int = setting(10, minimum=1, help="message-passing steps")
+    lmax_hidden: int = setting(1, minimum=0, help="SEGNN: highest degree of the hidden irreps")
+    lmax_attributes: int = setting(1, minimum=0, help="SEGNN: highest degree of the attributes")
     noise_std: float = setting(3e-4, minimum=0.0, help="random-walk noise at the last velocity")
     batch_size: int = setting(1, minimum=1, help="windows per update")
     updates: int = setting(2000, minimum=1)

@@ -1,9 +1,11 @@
-"""The particles demo's model: GNS at the config's sizes, as flax linen or its NNX twin, both
-seen by the runner as `init(key) -> params` and `apply(params, graph) -> accelerations`."""
+"""The particles demo's models: GNS and SEGNN at the config's sizes, as flax linen or their NNX
+twins, all seen by the runner as `init(key) -> params` and `apply(params, graph) ->
+accelerations`."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
@@ -38,8 +40,8 @@ _BUILT: dict[tuple, tuple[ParticlesData, Model]] = {}
 
 
 def build_model(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
-    """Model `name` (`gns`) for `config.api`: linen's `GNS` or the NNX twin
-    `gnkit.particles.nnx.GNS`, whose state is split once and merged inside `apply`. The same
+    """Model `name` (`gns`, `segnn`) for `config.api`: linen's `GNS` / `SEGNN` or the NNX twin
+    of `gnkit.particles.nnx`, whose state is split once and merged inside `apply`. The same
     arguments give the same `Model` object."""
     key = (name, config, id(data))
     if key not in _BUILT:
@@ -50,25 +52,38 @@ def build_model(name: str, config: ParticlesConfig, data: ParticlesData) -> Mode
 
 
 def _build(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
-    if name != "gns":
+    if name == "gns":
+        from gnkit.particles import gns
+        from gnkit.particles import nnx as twins
+
+        options = dict(dim=data.dim, latent_size=config.latent_size,
+                       num_layers=config.num_layers, num_message_passing_steps=config.steps)
+        nodes, edges = input_widths(config, data)
+        linen, twin = gns.GNS, functools.partial(
+            twins.GNS, in_node_features=nodes, in_edge_features=edges)
+    elif name == "segnn":
+        from gnkit.particles import nnx as twins
+        from gnkit.particles import segnn
+
+        options = dict(dim=data.dim, history=config.history,
+                       external_force=data.external_force is not None,
+                       scalar_units=config.latent_size, lmax_hidden=config.lmax_hidden,
+                       lmax_attributes=config.lmax_attributes,
+                       num_message_passing_steps=config.steps, blocks=config.num_layers)
+        linen, twin = segnn.SEGNN, twins.SEGNN
+    else:
         raise ValueError(f"unknown model {name!r}")
-    options = dict(dim=data.dim, latent_size=config.latent_size, num_layers=config.num_layers,
-                   num_message_passing_steps=config.steps)
-    nodes, edges = input_widths(config, data)
     if config.api == "linen":
         from gnkit.nnx.twin import sample_graph
-        from gnkit.particles.gns import GNS
 
-        module = GNS(**options)
+        module = linen(**options)
+        nodes, edges = input_widths(config, data)
         sample = sample_graph(nodes=nodes, edges=edges, globals_=1)
         return Model(init=lambda key: module.init(key, sample), apply=module.apply)
     from flax import nnx
 
-    from gnkit.particles.nnx import GNS as NNXGNS
-
     def make(key):
-        return NNXGNS(in_node_features=nodes, in_edge_features=edges,
-                      rngs=nnx.Rngs(params=key), **options)
+        return twin(rngs=nnx.Rngs(params=key), **options)
 
     graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
 

@@ -21,21 +21,25 @@ def init(name: str, config: ParticlesConfig, data: ParticlesData):
     return build_model(name, config, data).init(jax.random.key(config.seed))
 
 
-def _window_loss(apply_fn, config: ParticlesConfig, data: ParticlesData, noise_std: float):
+def model_stats(name: str, data: ParticlesData):
+    """The normalisation model `name` reads: the dataset's, made isotropic for SEGNN."""
+    return data.stats.isotropic() if name == "segnn" else data.stats
+
+
+def _window_loss(name: str, config: ParticlesConfig, data: ParticlesData, noise_std: float):
     from gnkit.particles.one_step import one_step_loss
 
     return functools.partial(
-        one_step_loss, apply_fn, stats=data.stats, box=data.box, radius=data.radius,
-        capacity=data.capacity, noise_std=noise_std, bin_capacity=config.bin_capacity,
-        external_force=data.external_force)
+        one_step_loss, build_model(name, config, data).apply, stats=model_stats(name, data),
+        box=data.box, radius=data.radius, capacity=data.capacity, noise_std=noise_std,
+        bin_capacity=config.bin_capacity, external_force=data.external_force)
 
 
 def loss(name: str, config: ParticlesConfig, data: ParticlesData):
     """`(params, batch) -> (loss, {"overflow"})`: `one_step.one_step_loss` with the config's
     noise, averaged over the batch's windows; `overflow` is the fraction of windows whose
     neighbour list missed pairs (0 unless the training capacity is too small). Jittable."""
-    window_loss = _window_loss(build_model(name, config, data).apply, config, data,
-                               config.noise_std)
+    window_loss = _window_loss(name, config, data, config.noise_std)
 
     def loss_fn(params, batch):
         losses, overflow = jax.vmap(lambda w, n: window_loss(params, w, n))(
@@ -73,7 +77,7 @@ def rollout_of(name: str, config: ParticlesConfig, data: ParticlesData, params,
                    edge_capacity(window[-1], data.box, data.radius, config.capacity_growth))
     return rollout_growing(
         params, window, n_steps, apply_fn=apply_fn, box=data.box, radius=data.radius,
-        stats=data.stats, capacity=capacity, bin_capacity=config.bin_capacity,
+        stats=model_stats(name, data), capacity=capacity, bin_capacity=config.bin_capacity,
         max_growth=config.rollout_max_growth, external_force=data.external_force)
 
 
@@ -99,7 +103,7 @@ def validate(name: str, config: ParticlesConfig, data: ParticlesData):
     rows = np.unique(np.linspace(0, len(windows) - 1, config.valid_windows).round().astype(int))
     stacked = np.stack([data.window("valid", *windows[row], config.history) for row in rows])
     zeros = np.zeros((len(rows), config.history, *stacked.shape[2:]), np.float32)
-    window_loss = _window_loss(build_model(name, config, data).apply, config, data, 0.0)
+    window_loss = _window_loss(name, config, data, 0.0)
     one_step = jax.jit(lambda params: jnp.mean(jax.vmap(
         lambda w, n: window_loss(params, w, n)[0])(stacked, zeros)))
 
