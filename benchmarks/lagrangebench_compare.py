@@ -16,14 +16,13 @@ interleaved chunks of `--chunk` steps, so both see the same machine load; every
 
 Matched on purpose: LagrangeBench widens the velocity and acceleration standard deviations
 with the noise (`sqrt(std**2 + noise_std**2)`, `data/utils.get_dataset_stats`); gnkit's side
-gets the same widened statistics here (`widened_stats`). Not matched (the report says so): the
-architectures (gnkit's GNS is graph_nets' encode-process-decode with one core shared by every
-step on `[encoded, latent]`, a global MLP and ReLU after every MLP layer; LagrangeBench's has
-its own residual block per step, no globals, no ReLU before its layer norms, and a 16-wide
-particle-type embedding), the MLP depth convention (`num_mlp_layers` counts LagrangeBench's
-Linear layers, output included; gnkit's `num_layers` its hidden ReLU layers, so gnkit's
-decoder has one more layer) and the windows drawn (LagrangeBench's `H5Dataset` has one window
-fewer per trajectory, and shuffles by epoch; gnkit draws uniformly per update).
+gets the same widened statistics here (`widened_stats`); and the architecture: an encoder MLP
+per field, one residual interaction block per message-passing step with its own parameters, no
+globals, LayerNorm after every MLP but the decoder, `num_mlp_layers` = `num_layers` Linear
+layers per MLP. Not matched (the report says so): LagrangeBench's 16-wide particle-type
+embedding (one type on TGV: a learned constant), the libraries' weight initialisation, and the
+windows drawn (LagrangeBench's `H5Dataset` has one window fewer per trajectory, and shuffles by
+epoch; gnkit draws uniformly per update).
 
 Host driver; the worker mode (`--worker`) needs only the LagrangeBench venv, not gnkit.
 """
