@@ -40,7 +40,8 @@ def rejects(module, built_on, given, message, *more):
 
 # (module, graph built on, graph given, message)
 LINEN = {
-    "GCN": (gn.nn.GCN(8), graph(2), graph(4), "GCN was built for 2 node features; the graph has 4."),
+    "GCN": (gn.nn.GCN(8), graph(2), graph(4),
+            "GCN was built for 2 node features; the graph has 4."),
     "GAT": (gn.nn.GAT(8, num_heads=2), graph(2), graph(4),
             "GAT was built for 2 node features; the graph has 4."),
     "GATv2": (gn.nn.GATv2(8), graph(2), graph(4),
@@ -49,7 +50,8 @@ LINEN = {
                   "GraphSAGE was built for 2 node features; the graph has 4."),
     "GraphSAGE without root": (gn.nn.GraphSAGE(8, root_weight=False), graph(2), graph(4),
                                "GraphSAGE was built for 2 node features; the graph has 4."),
-    "GIN": (gn.nn.GIN((8,)), graph(2), graph(4), "GIN was built for 2 node features; the graph has 4."),
+    "GIN": (gn.nn.GIN((8,)), graph(2), graph(4),
+            "GIN was built for 2 node features; the graph has 4."),
     "GINE nodes": (gn.nn.GINE((8,)), graph(2, 3), graph(4, 3),
                    "GINE was built for 2 node features; the graph has 4."),
     "GINE edges": (gn.nn.GINE((8,)), graph(2, 3), graph(2, 5),
@@ -139,7 +141,8 @@ NNX = {
     "RGCN": (lambda rngs: gn.nnx.RGCN(2, 8, 2, rngs=rngs), graph(4, relation_ids=True),
              "RGCN was built for 2 node features (in_features=2); the graph has 4."),
     "GPS": (lambda rngs: gn.nnx.GPS(2, 4, 1, 2, 2, in_edge_features=3, norm=None, rngs=rngs),
-            graph(2, 5), "GPS was built for 3 edge features (in_edge_features=3); the graph has 5."),
+            graph(2, 5),
+            "GPS was built for 3 edge features (in_edge_features=3); the graph has 5."),
     "TypedRGCN": (
         lambda rngs: gn.nnx.TypedRGCN({"paper": 2}, [tg.EdgeSetKey("cites", ("paper", "paper"))],
                                       8, rngs=rngs),
@@ -162,4 +165,5 @@ def test_nnx_mlp_names_in_features():
     model = gn.nnx.MLP(2, (8,), rngs=nnx.Rngs(0))
     with pytest.raises(InputWidthError) as error:
         model(jnp.ones((3, 4)))
-    assert first_line(error) == "MLP was built for 2 input features (in_features=2); the input has 4."
+    assert first_line(error) == (
+        "MLP was built for 2 input features (in_features=2); the input has 4.")

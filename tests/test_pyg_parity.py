@@ -339,7 +339,8 @@ def test_gatv2_on_a_bipartite_graph_matches_gatv2conv(heads, concat):
 
 
 def test_bipartite_graphs_reject_self_edges_shared_weights_and_one_width_layers():
-    graph = bipartite_graph(np.ones((N_SENDER, SENDER_WIDTH)), np.ones((N_RECEIVER, RECEIVER_WIDTH)))
+    graph = bipartite_graph(np.ones((N_SENDER, SENDER_WIDTH)),
+                            np.ones((N_RECEIVER, RECEIVER_WIDTH)))
     key = jax.random.key(0)
     with pytest.raises(ValueError, match=r"gat: add_self_edges=True needs one node set, but the "
                                          r"graph is bipartite \(sender and receiver nodes of "

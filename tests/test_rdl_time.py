@@ -22,8 +22,8 @@ from gnkit.rdl import (  # noqa: E402
     task_table,
     with_seeds,
 )
-from gnkit.rdl.times import ALWAYS, NEVER  # noqa: E402
 from gnkit.rdl.tasks import SEED_SET  # noqa: E402
+from gnkit.rdl.times import ALWAYS, NEVER  # noqa: E402
 from gnkit.sampling import TypedNeighborSampler  # noqa: E402
 from gnkit.typed_graph import EdgeSetKey  # noqa: E402
 

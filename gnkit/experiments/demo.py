@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gnkit.experiments.overrides import check_settable, field_types
-from gnkit.extras import EXTRAS
 from gnkit.experiments.run_dir import RunDir
+from gnkit.extras import EXTRAS
 
 RunDirUse = Literal["create", "existing"] | None
 

@@ -32,7 +32,8 @@ class InputWidthError(ValueError):
     def __init__(self, module: str, path: Sequence[str], what: str, expected: int, found: int,
                  argument: str, found_in: str = "graph", name_argument: bool = False):
         self.module, self.path, self.what = module, tuple(path), what
-        self.expected, self.found, self.argument, self.found_in = expected, found, argument, found_in
+        self.expected, self.found = expected, found
+        self.argument, self.found_in = argument, found_in
         where = f" '{'/'.join(self.path)}'" if self.path else ""
         setting = f" ({argument}={expected})" if name_argument else ""
         super().__init__(f"{module}{where} was built for {expected} {what}{setting}; the "
@@ -69,10 +70,10 @@ def check_input_width(
 ) -> None:
     """Raise an `InputWidthError` unless `found` is the width `module` was built for.
 
-    The expected width is axis `axis` (default the first) of the kernel at `kernel_path` (e.g. `('linear',
-    'kernel')`) minus `offset` (the kernel's rows for other inputs), divided by
-    `rows_per_feature` (rows per input feature, for inputs widened on the way). Nothing is checked while
-    the kernel does not exist (during `init`). Static shapes only: jittable.
+    The expected width is axis `axis` (default the first) of the kernel at `kernel_path` (e.g.
+    `('linear', 'kernel')`) minus `offset` (the kernel's rows for other inputs), divided by
+    `rows_per_feature` (rows per input feature, for inputs widened on the way). Nothing is
+    checked while the kernel does not exist (during `init`). Static shapes only: jittable.
 
     Args:
       module: the bound linen layer, inside its `__call__`.

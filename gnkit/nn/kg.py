@@ -18,9 +18,9 @@ import jax.numpy as jnp
 
 from gnkit.convolutions import rgcn
 from gnkit.graph import GraphsTuple, require
-from gnkit.nn.input_width import check_input_width
 from gnkit.kg.scorers import Scorer, get_scorer
 from gnkit.kg.training import penalty
+from gnkit.nn.input_width import check_input_width
 
 
 class RGCN(nn.Module):
