@@ -52,6 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.provenance import git_commit
+
 REPO = Path(__file__).resolve().parents[1]
 PEERS_PYTHON = Path.home() / ".cache" / "gnkit-atoms-peers" / "bin" / "python"
 CUTOFF = 5.0
@@ -532,14 +534,6 @@ def format_pair(record: dict) -> str:
     return "\n".join(lines)
 
 
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="aspirin8,aspirin32,cu500")
@@ -601,7 +595,7 @@ def main(argv=None) -> dict:
                          "or pass --no-peers")
     record = {
         "command": "python -m benchmarks.atoms_potentials " + " ".join(argv or sys.argv[1:]),
-        "commit": _git_commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
                     "load_average": os.getloadavg()},
         "reps": args.reps, "steps": args.steps, "threads": args.threads, "modes": args.modes,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ import numpy as np
 import optax
 
 import gnkit as gn
+from benchmarks.provenance import git_commit
 from gnkit.nn import GINE, GPS, MLP
 from gnkit.tasks import long_range
 
@@ -263,9 +263,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "runs": {
             "default": {
                 "command": command.strip(),
-                "commit": subprocess.run(
-                    ["git", "rev-parse", "HEAD"], capture_output=True, text=True
-                ).stdout.strip(),
+                "commit": git_commit(),
                 "cpu_minutes": round((time.process_time() - started) / 60, 1),
                 "transcribed_from": None,
                 "results": results,

@@ -89,6 +89,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.provenance import git_commit
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PEERS_PYTHON = Path.home() / ".cache" / "gnkit-atoms-peers" / "bin" / "python"
 ENERGY_KEY = "REF_energy"
@@ -440,14 +442,6 @@ def _print_table(record: dict) -> None:
           f"throughput gnkit / mace (epoch s): {summary['speed_ratio']:.2f}x")
 
 
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def _setting(text: str) -> tuple[str, object]:
     key, _, value = text.partition("=")
     try:
@@ -490,7 +484,7 @@ def main(argv=None) -> dict | None:
     thread_counts = [int(count) for count in args.threads.split(",")]
     start = time.time()
     record = {"config": args.config, "overrides": dict(args.set), "seeds": seeds,
-              "commit": _git_commit(), "runs": {"gnkit": [], "mace": []}, "probe": {}}
+              "commit": git_commit(), "runs": {"gnkit": [], "mace": []}, "probe": {}}
     for index, seed in enumerate(seeds):
         config = run_config(args.config, seed, dict(args.set))
         directory = args.work / f"seed{seed}"
