@@ -65,6 +65,7 @@ DOCUMENTED_NAMESPACES = [
     "gnkit.atoms.nn.schnet",
     "gnkit.atoms.nn.painn",
     "gnkit.atoms.nnx",
+    "gnkit.particles",
 ]
 # Modules without `__all__`: every public function and class defined in them is documented.
 DOCUMENTED_MODULES = [
@@ -95,6 +96,12 @@ DOCUMENTED_MODULES = [
     "gnkit.atoms.checks",
     "gnkit.atoms.neighbor_list",
     "gnkit.atoms.nn.mace",
+    "gnkit.particles.gns",
+    "gnkit.particles.segnn",
+    "gnkit.particles.nnx",
+    "gnkit.particles.one_step",
+    "gnkit.particles.rollout",
+    "gnkit.particles.sinkhorn",
 ]
 
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -177,7 +184,7 @@ def test_docs_build_without_warnings_and_reference_every_public_name(built_docs)
                  "guides/blocks", "guides/training", "guides/rrn_sudoku", "guides/scale_out",
                  "guides/typed_graphs", "guides/molecules",
                  "guides/demos", "guides/performance", "guides/sampling", "guides/atoms",
-                 "api/atoms"]:
+                 "api/atoms", "api/particles"]:
         assert (built_docs / f"{page}.html").is_file(), page
 
 

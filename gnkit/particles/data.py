@@ -144,7 +144,7 @@ def finite_difference_velocities(positions: np.ndarray, box: np.ndarray, frame_d
 
 def kinetic_energy(positions: np.ndarray, box: np.ndarray, frame_dt: float,
                    periodic: np.ndarray | bool = True) -> np.ndarray:
-    """Mean kinetic energy per unit mass, |v|^2 / 2 averaged over particles, per frame pair.
+    """Mean kinetic energy per unit mass, `|v|^2 / 2` averaged over particles, per frame pair.
 
     Args:
         positions: [T, N, dim].

@@ -16,7 +16,7 @@ The widths follow LagrangeBench (`weight_balanced_irreps`): the hidden irreps ho
 of every irrep up to `lmax_hidden`, the smallest `n` whose tensor product with the attributes
 has at least `scalar_units**2` weights (`balanced_hidden_irreps`).
 
-Needs the `particles`, `atoms` and e3nn-jax (the `atoms` extra) packages.
+Needs the `particles` extra (e3nn-jax, and the neighbour lists of `gnkit.atoms`).
 """
 
 from __future__ import annotations
