@@ -11,7 +11,8 @@
 - `RunClock`: process CPU and wall seconds accumulated over resumes.
 - Progress: `gnkit.progress.ProgressBar`.
 - Stopping: `StopRequest`, `TrainingStopped`, and `stop_on_signals()` for command-line entry
-  points (signal handlers, restored on exit; `fit` uses it for SIGINT while it runs).
+  points (signal handlers, restored on exit; `fit` uses it for SIGINT while it runs);
+  `TrainingDiverged` when the logged loss stops being finite.
 
 `fit` drives a `train_step` over batches that are a pure function of the step number, so a run
 that is stopped (Ctrl-C, SIGTERM, a killed machine) and restarted from its last checkpoint
@@ -141,6 +142,27 @@ class TrainingStopped(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return exit_status(self.signal_number)
+
+
+class TrainingDiverged(FloatingPointError):
+    """Raised by `fit` when a logged training loss is not finite: the run stops there, nothing
+    more is saved, so the checkpoints on disk (and `best.msgpack`) hold the finite states from
+    before.
+
+    Args:
+      step: the step ending the log interval whose mean loss was not finite (kept as `step`).
+      loss: that mean (kept as `loss`).
+      checkpoint: the last checkpoint `fit` wrote, None if it wrote none (kept as
+        `checkpoint`).
+    """
+
+    def __init__(self, step: int, loss: float, checkpoint: Path | None):
+        self.step, self.loss, self.checkpoint = step, loss, checkpoint
+        kept = (f"the last checkpoint written is {checkpoint}" if checkpoint is not None
+                else "no checkpoint was written")
+        super().__init__(f"training diverged: the mean loss of the steps up to {step} is "
+                         f"{loss}; stopped there ({kept}). A lower learning rate or a tighter "
+                         "gradient clip is the usual cure")
 
 
 def exit_status(signal_number: int | None) -> int:
@@ -551,6 +573,8 @@ def fit(
 
     Raises:
       TrainingStopped: after a stop request or a KeyboardInterrupt, once the state is saved.
+      TrainingDiverged: a log interval's mean `loss` is NaN or infinite; the diverged state is
+        not saved.
     """
     strategy = strategy_for(parallel)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
@@ -577,6 +601,8 @@ def fit(
         if bar is not None:
             status.update(means)
             bar.set_status(_score_first(status))
+        if not np.isfinite(means.get("loss", 0.0)):
+            raise TrainingDiverged(int(current.step), means["loss"], saved[-1] if saved else None)
         return current
 
     def run_evaluation(current: TrainingState) -> TrainingState:
@@ -597,11 +623,14 @@ def fit(
             bar.set_status(_score_first(status))
         return current
 
+    saved = []  # the checkpoints written, newest last
+
     def save(current: TrainingState) -> Path | None:
         if checkpoint_dir is None:
             return None
         path = save_checkpoint(checkpoint_dir, current)
         prune_checkpoints(checkpoint_dir, keep)
+        saved.append(path)
         return path
 
     params, opt_state = strategy.replicate((state.params, state.opt_state))

@@ -283,3 +283,19 @@ def test_warmup_cosine_adam_clips_the_global_norm_first():
         mine, ours = optimizer.update(grads, ours, params)
         expected, theirs = reference.update(grads, theirs, params)
         np.testing.assert_allclose(mine["w"], expected["w"], rtol=1e-6)
+
+
+def test_a_model_whose_loss_diverges_stops_is_named_and_its_best_state_is_tested(tmp_path):
+    """`offset` trains with a learning rate of 1e6: its loss overflows to inf within four
+    updates, so it stops at the log interval ending at update 4 and the report gets its state
+    validated at update 2; `slope` trains to the end as before."""
+    explosive = dataclasses.replace(
+        LINE, model_config=lambda name, config, data: dataclasses.replace(
+            config, learning_rate=1e6) if name == "offset" else config)
+    results = experiments.run_verb(_demo(explosive), "train", LineConfig(), tmp_path / "run",
+                                   progress=False)
+    assert set(results["diverged"]) == {"offset"}
+    assert results["diverged"]["offset"]["step"] == 4
+    assert "training diverged" in results["diverged"]["offset"]["message"]
+    assert results["offset"]["update"] == 2 and np.isfinite(results["offset"]["a"])
+    assert results["slope"]["update"] == 6

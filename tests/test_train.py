@@ -243,6 +243,31 @@ def test_best_checkpoint_is_the_latest_of_equal_scores(tmp_path):
     assert_same_state(best, toy_fit(6))
 
 
+def test_a_non_finite_loss_stops_the_run_and_keeps_the_finite_checkpoints(tmp_path):
+    """NaN inputs from step 7 on make the loss NaN: the interval ending at step 8 is logged,
+    `fit` raises there naming the last checkpoint (step 4, a finite state), and saves nothing
+    after it."""
+
+    def poisoned_batch(step):
+        inputs, targets = TOY["make_batch"](step)
+        return (inputs * np.nan, targets) if step >= 7 else (inputs, targets)
+
+    options = dict(checkpoint_dir=tmp_path, metrics_path=tmp_path / "metrics.jsonl")
+    with pytest.raises(training.TrainingDiverged) as diverged:
+        toy_fit(12, make_batch=poisoned_batch, log_every_steps=4,
+                evaluate=lambda params: {"score": 0.0}, eval_every_steps=4, **options)
+    assert diverged.value.step == 8 and np.isnan(diverged.value.loss)
+    assert diverged.value.checkpoint == tmp_path / "checkpoint_000000004.msgpack"
+    assert "steps up to 8 is nan" in str(diverged.value)
+    assert training.checkpoint_steps(tmp_path) == [4]
+    best = training.load_checkpoint(tmp_path / "best.msgpack", TOY["initial_state"]())
+    assert int(best.step) == 4 and np.all(np.isfinite(best.params["w"]))
+    rows = training.read_metrics(tmp_path / "metrics.jsonl")
+    assert [(row["kind"], row["step"]) for row in rows] == [
+        ("train", 4), ("eval", 4), ("train", 8)]
+    assert np.isnan(rows[-1]["loss"])
+
+
 def test_stop_request_logs_the_partial_interval_saves_and_resumes_exactly(tmp_path):
     straight = toy_fit(12)
     stop = training.StopRequest()

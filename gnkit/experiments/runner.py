@@ -270,16 +270,27 @@ def comparison_verbs(comparison: Comparison) -> list[Verb]:
     """The `train` and `eval` verbs of a comparison demo.
 
     `train`: each model of `config.models` in turn (resuming), then `comparison.report` on each
-    model's best validated state. `eval`: the same report on a finished run.
+    model's best validated state. A model whose training loss stops being finite
+    (`gnkit.train.TrainingDiverged`) stops there, is named on stdout and under `"diverged"` in
+    the results, and its best validated state is tested like the others'. `eval`: the same
+    report on a finished run.
     """
 
     def train(config, run_dir: RunDir, options: Options) -> dict:
         data = comparison.load_data(config, run_dir, options.progress)
+        diverged = {}
         for name in config.models:
             model_config = comparison.config_of(name, config, data)
-            train_model(comparison, name, model_config, data, run_dir, options)
+            try:
+                train_model(comparison, name, model_config, data, run_dir, options)
+            except training.TrainingDiverged as error:
+                diverged[name] = {"step": error.step, "message": str(error)}
+                print(f"{name}: {error}; its best validated state is tested", flush=True)
         states = trained_states(comparison, config, run_dir, data)
-        return comparison.report(config, run_dir, options, states, data)
+        results = comparison.report(config, run_dir, options, states, data)
+        if diverged:
+            results["diverged"] = diverged
+        return results
 
     def evaluate(config, run_dir: RunDir, options: Options) -> dict:
         data = comparison.load_data(config, run_dir, options.progress)
