@@ -47,7 +47,7 @@ DEMOS = {
     "potentials": (
         "gnkit.demos.potentials", "interatomic potentials: SchNet, PaiNN, NequIP, MACE"
     ),
-    "particles": ("gnkit.demos.particles", "particle fluids (TGV, RPF): GNS and rollouts"),
+    "particles": ("gnkit.demos.particles", "particle fluids (TGV, RPF): GNS, SEGNN and rollouts"),
 }
 DEMO_EXTRAS = ("matplotlib", "rich", "tyro")
 _INSTALL_DEMOS = 'pip install "gnkit[demos]"'

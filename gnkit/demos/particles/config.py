@@ -94,6 +94,6 @@ PRESET_NOTES = {
     "1,500 updates, lr 1e-3 decaying 10x every 1,000",
     "paper": "LagrangeBench's GNS recipe (latent 128, 10 message-passing steps, 2-layer MLPs, "
     "noise 3e-4, AdamW 5e-4 to 1e-6 decaying 10x every 1e5, 500,000 updates of batch 1; no "
-    "pushforward), for an accelerator",
+    "pushforward; its SEGNN on TGV 2D: --set latent_size=64), for an accelerator",
     "tiny": "a GNS of 8 channels and one message-passing step for 4 updates, for tests",
 }

@@ -147,7 +147,7 @@ CONFIGS = {
 
 PRESET_NOTES = {
     "default": "MACE 64x0e + 64x1o, l = 2, on all 950 training frames for 35 epochs, batch 5 "
-    "(about 0.47 CPU-s an update measured: an hour of CPU)",
+    "(about 0.6 CPU-s an update: 68 CPU-minutes in the recorded run)",
     "quick": "a first look in a few CPU-minutes: small models, 200 training frames (EMT: 100), "
     "10 epochs, 300 test frames (EMT: 50)",
     "paper": "the MACE paper's sizes (128x0e + 128x1o, l = 3, correlation 3, batch 5, lr 0.01, "
