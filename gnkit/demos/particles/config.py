@@ -91,7 +91,8 @@ PRESET_NOTES = {
     "default": "GNS latent 64, 5 message-passing steps, 6,000 updates of one window, lr 1e-3 "
     "decaying 10x every 3,000 (about 30 CPU-minutes here)",
     "quick": "a first look in a few CPU-minutes: GNS latent 64, 4 message-passing steps, "
-    "1,500 updates, lr 1e-3 decaying 10x every 1,000",
+    "1,500 updates, lr 1e-3 decaying 10x every 1,000 (SEGNN at these sizes: about 40 "
+    "CPU-minutes)",
     "paper": "LagrangeBench's GNS recipe (latent 128, 10 message-passing steps, 2-layer MLPs, "
     "noise 3e-4, AdamW 5e-4 to 1e-6 decaying 10x every 1e5, 500,000 updates of batch 1; no "
     "pushforward; its SEGNN on TGV 2D: --set latent_size=64), for an accelerator",
