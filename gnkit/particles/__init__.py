@@ -1,7 +1,7 @@
 """Particle fluids: LagrangeBench-layout datasets made with JAX-SPH, read into NumPy.
 
-Needs the `particles` extra (`pip install "gnkit[particles]"`: h5py, and the `atoms` extra's
-ASE, vesin and e3nn-jax). Nothing here is imported by `import gnkit`.
+Needs the `particles` extra (`pip install "gnkit[particles]"`: h5py, and ASE, vesin and
+e3nn-jax as in the `atoms` extra). Nothing here is imported by `import gnkit`.
 
 - `load_particle_dataset`, `read_split`, `ParticleDataset`, `ParticleTrajectory`: a dataset
   folder (train / valid / test HDF5 and `metadata.json`) as positions [T, N, dim], particle

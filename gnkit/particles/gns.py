@@ -11,9 +11,8 @@ node latents, LagrangeBench's one-step target: with v_t = x_t - x_{t-1} (wrapped
 a_t = v_{t+1} - v_t, normalised by the dataset's `acc_mean` / `acc_std` (velocities by
 `vel_mean` / `vel_std`).
 
-Needs the `particles` extra (h5py; it installs the `atoms` extra's ASE and vesin for the
-neighbour list). Graph building is host-side NumPy; the model and the training step are
-jittable.
+Needs the `particles` extra (h5py; ASE and vesin for the neighbour list). Graph building is
+host-side NumPy; the model and the training step are jittable.
 """
 
 from __future__ import annotations
