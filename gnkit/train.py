@@ -594,6 +594,8 @@ def fit(
         params, opt_state = strategy.host_copy((params, opt_state))
         return clock.stamp(current.replace(params=params, opt_state=opt_state, step=step))
 
+    saved = []  # the checkpoints written, newest last
+
     def log_window(current: TrainingState) -> TrainingState:
         means = window.means()
         current = clock.stamp(current)
@@ -622,8 +624,6 @@ def fit(
             status["val_score"] = float(score)
             bar.set_status(_score_first(status))
         return current
-
-    saved = []  # the checkpoints written, newest last
 
     def save(current: TrainingState) -> Path | None:
         if checkpoint_dir is None:

@@ -59,3 +59,19 @@ def test_tiny_segnn_run_reports_numpys_rollout_mse_in_the_nnx_api(tmp_path):
     assert results["models"]["segnn"]["steps_reached"] == [config.test_rollout_steps]
     assert results["models"]["segnn"]["test"]["mse"] == pytest.approx(np.mean(delta**2),
                                                                       rel=1e-5)
+
+
+def test_repeated_rollouts_of_the_isotropic_model_reuse_one_jitted_rollout():
+    """SEGNN reads the isotropic statistics; they are made once per data set, so validation
+    rollouts after the first find the rollout compiled for them (one entry, not one per call)."""
+    from gnkit.demos.particles import COMPARISON, training
+    from gnkit.particles import rollout
+
+    config = dataclasses.replace(CONFIGS["tiny"], model=("segnn",))
+    data = COMPARISON.load_data(config, None, False)
+    params = training.init("segnn", config, data)
+    positions = data.splits["valid"][0]
+    rollout._ROLLOUTS.clear()
+    for _ in range(3):
+        training.rollout_of("segnn", config, data, params, positions, 3)
+    assert len(rollout._ROLLOUTS) == 1

@@ -18,6 +18,8 @@ class ParticlesData:
       metadata: the dataset's `metadata.json`.
       splits: `{"train" | "valid" | "test": [positions float32 [T, N, dim]]}`.
       stats: the `Normalisation` of the metadata.
+      isotropic_stats: `stats.isotropic()`, made once (rollouts compile once per `stats`
+        object).
       box: box lengths, a tuple `[dim]`.
       radius: the connectivity radius.
       capacity: edge slots of the training graphs (`capacity_growth` times the most pairs of
@@ -28,6 +30,7 @@ class ParticlesData:
     metadata: dict
     splits: dict[str, list[np.ndarray]]
     stats: object
+    isotropic_stats: object
     box: tuple[float, ...]
     radius: float
     capacity: int
@@ -77,9 +80,10 @@ def load_data(config: ParticlesConfig, run_dir, progress: bool) -> ParticlesData
     frames = [positions[t] for positions in splits["train"]
               for t in range(0, positions.shape[0], 5)]
     capacity = max(edge_capacity(frame, box, radius, config.capacity_growth) for frame in frames)
+    stats = Normalisation.from_metadata(dataset.metadata)
     data = ParticlesData(
-        metadata=dataset.metadata, splits=splits,
-        stats=Normalisation.from_metadata(dataset.metadata), box=box, radius=radius,
+        metadata=dataset.metadata, splits=splits, stats=stats,
+        isotropic_stats=stats.isotropic(), box=box, radius=radius,
         capacity=capacity, external_force=EXTERNAL_FORCES.get(dataset.metadata["case"]),
     )
     if progress:

@@ -22,10 +22,13 @@ class Model:
       init: `key -> params` (a pytree of arrays: linen's variables, or the NNX state as a pure
         dict).
       apply: `(params, graph) -> [n_node, dim]` normalised accelerations. Jittable.
+      isotropic: the model reads the isotropic normalisation (`ParticlesData.isotropic_stats`),
+        as an equivariant model must.
     """
 
     init: Callable[[jax.Array], object]
     apply: Callable[[object, object], jax.Array]
+    isotropic: bool = False
 
 
 def input_widths(config: ParticlesConfig, data: ParticlesData) -> tuple[int, int]:
@@ -61,6 +64,7 @@ def _build(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
         nodes, edges = input_widths(config, data)
         linen, twin = gns.GNS, functools.partial(
             twins.GNS, in_node_features=nodes, in_edge_features=edges)
+        isotropic = False
     elif name == "segnn":
         from gnkit.particles import nnx as twins
         from gnkit.particles import segnn
@@ -70,7 +74,7 @@ def _build(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
                        scalar_units=config.latent_size, lmax_hidden=config.lmax_hidden,
                        lmax_attributes=config.lmax_attributes,
                        num_message_passing_steps=config.steps, blocks=config.num_layers)
-        linen, twin = segnn.SEGNN, twins.SEGNN
+        linen, twin, isotropic = segnn.SEGNN, twins.SEGNN, True
     else:
         raise ValueError(f"unknown model {name!r}")
     if config.api == "linen":
@@ -79,7 +83,8 @@ def _build(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
         module = linen(**options)
         nodes, edges = input_widths(config, data)
         sample = sample_graph(nodes=nodes, edges=edges, globals_=1)
-        return Model(init=lambda key: module.init(key, sample), apply=module.apply)
+        return Model(init=lambda key: module.init(key, sample), apply=module.apply,
+                     isotropic=isotropic)
     from flax import nnx
 
     def make(key):
@@ -95,4 +100,4 @@ def _build(name: str, config: ParticlesConfig, data: ParticlesData) -> Model:
         nnx.replace_by_pure_dict(state, params)
         return nnx.merge(graphdef, state)(graph)
 
-    return Model(init=init, apply=apply)
+    return Model(init=init, apply=apply, isotropic=isotropic)

@@ -21,18 +21,19 @@ def init(name: str, config: ParticlesConfig, data: ParticlesData):
     return build_model(name, config, data).init(jax.random.key(config.seed))
 
 
-def model_stats(name: str, data: ParticlesData):
-    """The normalisation model `name` reads: the dataset's, made isotropic for SEGNN."""
-    return data.stats.isotropic() if name == "segnn" else data.stats
+def model_stats(name: str, config: ParticlesConfig, data: ParticlesData):
+    """The normalisation model `name` reads: the dataset's, or its isotropic form (SEGNN)."""
+    return data.isotropic_stats if build_model(name, config, data).isotropic else data.stats
 
 
 def _window_loss(name: str, config: ParticlesConfig, data: ParticlesData, noise_std: float):
     from gnkit.particles.one_step import one_step_loss
 
     return functools.partial(
-        one_step_loss, build_model(name, config, data).apply, stats=model_stats(name, data),
-        box=data.box, radius=data.radius, capacity=data.capacity, noise_std=noise_std,
-        bin_capacity=config.bin_capacity, external_force=data.external_force)
+        one_step_loss, build_model(name, config, data).apply,
+        stats=model_stats(name, config, data), box=data.box, radius=data.radius,
+        capacity=data.capacity, noise_std=noise_std, bin_capacity=config.bin_capacity,
+        external_force=data.external_force)
 
 
 def loss(name: str, config: ParticlesConfig, data: ParticlesData):
@@ -77,8 +78,9 @@ def rollout_of(name: str, config: ParticlesConfig, data: ParticlesData, params,
                    edge_capacity(window[-1], data.box, data.radius, config.capacity_growth))
     return rollout_growing(
         params, window, n_steps, apply_fn=apply_fn, box=data.box, radius=data.radius,
-        stats=model_stats(name, data), capacity=capacity, bin_capacity=config.bin_capacity,
-        max_growth=config.rollout_max_growth, external_force=data.external_force)
+        stats=model_stats(name, config, data), capacity=capacity,
+        bin_capacity=config.bin_capacity, max_growth=config.rollout_max_growth,
+        external_force=data.external_force)
 
 
 def rollout_score(result, target: np.ndarray, box) -> tuple[float, float]:
