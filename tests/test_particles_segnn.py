@@ -180,3 +180,16 @@ def test_one_step_training_lowers_the_loss_on_the_shipped_tgv_set():
     losses = result["losses"]
     assert np.mean(losses[-4:]) < 0.6 * np.mean(losses[:4])
     assert result["valid_mse"] < 0.9 * result["valid_mse_zero"]  # below predicting the mean
+
+
+@pytest.mark.parametrize("velocity, displacement, receivers, lmax, message", [
+    ((4, 3), (5, 3), (5,), -1, "lmax must be an integer >= 0, got -1"),
+    ((4, 3), (5, 3), (5,), 1.5, "lmax must be an integer >= 0, got 1.5"),
+    ((4, 2), (5, 3), (5,), 1, r"velocity must be \[N, 3\], got shape \(4, 2\)"),
+    ((4, 3), (5,), (5,), 1, r"displacement must be \[E, 3\], got shape \(5,\)"),
+    ((4, 3), (5, 3), (4,), 1, r"receivers must be \[E\] = \[5\]"),
+])
+def test_bad_attribute_arguments_are_named(velocity, displacement, receivers, lmax, message):
+    with pytest.raises(ValueError, match=message):
+        steerable_attributes(np.ones(velocity, np.float32), np.ones(displacement, np.float32),
+                             np.zeros(receivers, np.int32), lmax)

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from gnkit.graph import GraphsTuple
+from gnkit.particles._checks import check_count
 
 
 def balanced_hidden_irreps(scalar_units: int, lmax_hidden: int = 1,
@@ -110,7 +111,18 @@ def steerable_attributes(velocity: jax.Array, displacement: jax.Array, receivers
       direction (e3nn-jax's `integral` normalisation, zero beyond degree 0 for a zero vector);
       each node's harmonics of its velocity plus the mean of its incoming edges' (zero without
       edges), its degree-0 component then set to 1.
+
+    Raises:
+      ValueError: `lmax` is not an integer of at least 0, or the shapes disagree (named).
     """
+    check_count("lmax", lmax, minimum=0)
+    if velocity.ndim != 2 or velocity.shape[1] != 3:
+        raise ValueError(f"velocity must be [N, 3], got shape {tuple(velocity.shape)}")
+    if displacement.ndim != 2 or displacement.shape[1] != 3:
+        raise ValueError(f"displacement must be [E, 3], got shape {tuple(displacement.shape)}")
+    if receivers.shape != displacement.shape[:1]:
+        raise ValueError(f"receivers must be [E] = [{displacement.shape[0]}] (one per "
+                         f"displacement), got shape {tuple(receivers.shape)}")
     irreps = e3nn.Irreps.spherical_harmonics(lmax)
     edges = e3nn.spherical_harmonics(irreps, displacement, normalize=True,
                                      normalization="integral")
