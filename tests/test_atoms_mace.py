@@ -24,7 +24,12 @@ from ase import Atoms
 
 from gnkit.atoms import nn as atoms_nn
 from gnkit.atoms import nnx as atoms_nnx
-from gnkit.atoms.equivariant import symmetric_contraction, symmetric_contraction_weight_shapes
+from gnkit.atoms.equivariant import (
+    _monomials,
+    symmetric_contraction,
+    symmetric_contraction_weight_shapes,
+)
+from gnkit.atoms.potential import structure_energies
 
 pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning:e3nn_jax.*")
 
@@ -177,3 +182,80 @@ def test_hidden_irreps_of_unequal_multiplicities_are_rejected():
     with pytest.raises(ValueError, match="one multiplicity for every irrep"):
         molecule = random_molecule(np.random.default_rng(0), [6, 1])
         jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(molecule, CUTOFF)))
+
+
+def test_the_monomials_and_three_orders_of_their_derivatives_equal_numpys_and_differences():
+    # Values against NumPy's products over index tuples; each derivative against a difference
+    # quotient of the order below, exact up to rounding on these polynomials (five points for the
+    # cubic value, central differences for the quadratic and linear derivatives). The first
+    # derivative runs the slices' transpose, the second and third its derivatives by gathers.
+    dim, correlation = 4, 3
+    rng = np.random.default_rng(0)
+    x, v, u = (rng.normal(size=(2, dim, 3)) for _ in range(3))
+    tuples = [t for order in range(1, correlation + 1)
+              for t in itertools.combinations_with_replacement(range(dim), order)]
+    w = rng.normal(size=(2, len(tuples), 3))
+    with jax.enable_x64(True):
+        def value(y):
+            return jnp.sum(w * _monomials(y, correlation))
+
+        first = jax.jit(jax.grad(value))
+        second = jax.jit(jax.grad(lambda y: jnp.sum(v * first(y))))  # the Hessian times v
+        third = jax.jit(jax.grad(lambda y: jnp.sum(u * second(y))))
+        reference = np.stack([np.prod(x[:, list(t), :], axis=1) for t in tuples], axis=1)
+        np.testing.assert_allclose(_monomials(jnp.asarray(x), correlation), reference,
+                                   rtol=1e-13)
+
+        def at(f, shift):
+            return np.asarray(f(jnp.asarray(x + shift)))
+
+        def difference(f, direction, h=1e-3):
+            return (at(f, h * direction) - at(f, -h * direction)) / (2 * h)
+
+        def five_point(f, direction, h=1e-2):
+            return (8 * difference(f, direction, h) * 2 * h - at(f, 2 * h * direction)
+                    + at(f, -2 * h * direction)) / (12 * h)
+
+        basis = np.eye(x.size).reshape(-1, *x.shape)
+        numerical = np.array([five_point(value, e) for e in basis]).reshape(x.shape)
+        np.testing.assert_allclose(first(jnp.asarray(x)), numerical, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(second(jnp.asarray(x)), difference(first, v), rtol=1e-9,
+                                   atol=1e-10)
+        third_derivative = np.asarray(third(jnp.asarray(x)))
+        np.testing.assert_allclose(third_derivative, difference(second, u), rtol=1e-9,
+                                   atol=1e-10)
+    assert np.abs(third_derivative).min() > 0
+
+
+def test_the_force_loss_parameter_gradient_equals_a_finite_difference():
+    # Training on forces differentiates the forces (a first derivative) in the parameters: the
+    # contraction's transpose is differentiated, here at correlation 3 (degrees 1 to 3).
+    model = atoms_nn.MACE(SPECIES, CUTOFF, num_interactions=2, hidden_irreps="2x0e + 2x1o",
+                          max_l=2, correlation=3, radial_mlp=(4,), readout_features=2,
+                          avg_num_neighbors=0.1)  # large A-features: every degree matters
+    with jax.enable_x64(True):
+        graph = as_jax(graph_of(random_molecule(np.random.default_rng(1), [6, 1, 8, 1]), CUTOFF))
+        params = random_params(model, graph, seed=3)
+
+        def force_loss(params):
+            energy = lambda positions: structure_energies(  # noqa: E731
+                model.apply(params, graph._replace(
+                    nodes={**graph.nodes, "positions": positions})), graph)[0]
+            return jnp.sum(jax.grad(energy)(graph.nodes["positions"]) ** 2)
+
+        gradient = jax.jit(jax.grad(force_loss))(params)
+        path = ("params", "products_0", "symmetric_contraction", "w3_0e")
+        leaf = params[path[0]][path[1]][path[2]][path[3]]
+        analytic = np.asarray(gradient[path[0]][path[1]][path[2]][path[3]])
+        index = np.unravel_index(np.argmax(np.abs(analytic)), leaf.shape)  # the largest entry
+        step = np.zeros(leaf.shape)
+        step[index] = 1e-5
+
+        def shifted(sign):
+            tree = jax.tree.map(lambda x: x, params)
+            tree[path[0]][path[1]][path[2]][path[3]] = leaf + sign * step
+            return float(jax.jit(force_loss)(tree))
+
+        difference = (shifted(1) - shifted(-1)) / 2e-5
+    assert abs(difference) > 1e-6
+    np.testing.assert_allclose(analytic[index], difference, rtol=1e-6)

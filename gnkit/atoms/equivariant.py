@@ -289,11 +289,15 @@ def _tail_starts(dim: int, order: int) -> np.ndarray:
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
 def _monomials(x: jax.Array, correlation: int) -> jax.Array:
-    """Every monomial of degree 1 .. `correlation` of the last axis of `x`, each once.
+    """Every monomial of degree 1 .. `correlation` of the second last axis of `x`, each once.
 
     Degree `nu` is `x_a` times the degree `nu - 1` monomials whose first index is at least `a`,
-    a contiguous tail of them in lexicographic order, so only slices and products; the gradient
-    is written out the same way (autodiff's would sum one padded copy per slice). Jittable.
+    a contiguous tail of them in lexicographic order, so only slices and products, and the
+    gradient is written out the same way (`_monomials_transpose`; autodiff's would sum one padded
+    copy per slice). That gradient's own derivative, which training on forces takes, comes from
+    the same monomials built by gathers (`_gathered_monomials`), whose derivatives are gathers
+    and scatter-adds: slices evaluate fastest, gathers differentiate fastest. Jittable; reverse
+    mode to any order.
 
     Args:
       x: `[..., d, m]`, the variables on the second last axis.
@@ -321,6 +325,19 @@ def _monomials_forward(x, correlation):
 
 
 def _monomials_backward(correlation, x, cotangent):
+    return (_monomials_transpose(correlation, x, cotangent),)
+
+
+_monomials.defvjp(_monomials_forward, _monomials_backward)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _monomials_transpose(correlation: int, x: jax.Array, cotangent: jax.Array) -> jax.Array:
+    """The gradient of `sum(cotangent * _monomials(x, correlation))` in `x`, by slices and sums.
+
+    `[..., d, m]`, `[..., n_monomials, m]` -> `[..., d, m]`. Its derivatives are those of
+    `_gathered_transpose`, the same function. Jittable.
+    """
     dim = x.shape[-2]
     degrees = _monomials_by_degree(x, correlation)
     sizes = np.cumsum([degree.shape[-2] for degree in degrees])[:-1]
@@ -342,10 +359,44 @@ def _monomials_backward(correlation, x, cotangent):
             for k in range(dim)
         ]
         cotangents[order - 2] = cotangents[order - 2] + jnp.concatenate(segments, axis=-2)
-    return (gradient + cotangents[0],)
+    return gradient + cotangents[0]
 
 
-_monomials.defvjp(_monomials_forward, _monomials_backward)
+def _monomials_transpose_forward(correlation, x, cotangent):
+    return _monomials_transpose(correlation, x, cotangent), (x, cotangent)
+
+
+def _monomials_transpose_backward(correlation, residuals, cotangent):
+    return jax.vjp(functools.partial(_gathered_transpose, correlation), *residuals)[1](cotangent)
+
+
+_monomials_transpose.defvjp(_monomials_transpose_forward, _monomials_transpose_backward)
+
+
+def _gathered_transpose(correlation: int, x: jax.Array, cotangent: jax.Array) -> jax.Array:
+    """`_monomials_transpose` by autodiff of `_gathered_monomials`. Jittable."""
+    return jax.vjp(lambda y: _gathered_monomials(y, correlation), x)[1](cotangent)[0]
+
+
+def _gathered_monomials(x: jax.Array, correlation: int) -> jax.Array:
+    """`_monomials` by gathers: degree `nu` is each sorted tuple's first variable times the row
+    of its tail among degree `nu - 1` (`_degree_rows`). Jittable, plain autodiff."""
+    degrees = [x]
+    for first, tail in _degree_rows(x.shape[-2], correlation):
+        degrees.append(x[..., first, :] * degrees[-1][..., tail, :])
+    return jnp.concatenate(degrees, axis=-2)
+
+
+@functools.cache
+def _degree_rows(dim: int, correlation: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Per degree `nu = 2 .. correlation`, over its sorted tuples `(a, rest)`: int `[n_nu]` the
+    first index `a`, and int `[n_nu]` the row of `rest` in degree `nu - 1`'s `_sorted_tuples`."""
+    rows = []
+    for order in range(2, correlation + 1):
+        tuples = _sorted_tuples(dim, order)
+        lower = {tuple(row): index for index, row in enumerate(_sorted_tuples(dim, order - 1))}
+        rows.append((tuples[:, 0], np.array([lower[tuple(row[1:])] for row in tuples])))
+    return tuple(rows)
 
 
 @functools.cache
