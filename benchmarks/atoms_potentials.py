@@ -447,7 +447,7 @@ def _start(setting: dict, model: str, arrays_path: Path, sizes: dict, args) -> W
             env = {**tuning.foreign_jax_environment(env), tuning.SYSTEM_XLA_FLAGS_ENV: "1"}
         command = [sys.executable, "-m", "benchmarks.atoms_potentials"]
     else:
-        command = [str(args.peers_python), str(Path(__file__).resolve()), "--mode",
+        command = [str(args.peers_python), "-m", "benchmarks.atoms_potentials", "--mode",
                    setting["mode"], "--threads", str(args.threads[0])]
         env.pop("PYTHONPATH", None)
     command += ["--worker", setting["side"], "--model", model, "--arrays", str(arrays_path),

@@ -338,7 +338,7 @@ def run_mace(args, config, data, paths: dict, directory: Path, threads: int,
     directory.mkdir(parents=True, exist_ok=True)
     run_config_ = config if epochs is None else dataclasses.replace(config, epochs=epochs)
     timings = directory / "timings.json"
-    command = [str(args.peers_python), str(Path(__file__).resolve()), "--mace-worker",
+    command = [str(args.peers_python), "-m", "benchmarks.mace_torch_train", "--mace-worker",
                "--threads", str(threads), "--timings", str(timings)]
     if epochs is None:
         command += ["--predict", str(paths["test"]), str(directory / "test_predictions.xyz")]
