@@ -1,7 +1,8 @@
 """The potentials demo: a tiny `train`, `eval` and resumed `train` on aspirin (SchNet), whose
 reported errors are NumPy's on the saved test predictions and whose references are ASE's
 energies and forces of the test frames; the EMT set with MACE and stress, PaiNN and NequIP, a
-falling training loss (slow); batches that visit every training structure once an epoch."""
+falling training loss (slow); batches that visit every training structure once an epoch;
+PaiNN's own learning rate."""
 
 from __future__ import annotations
 
@@ -131,3 +132,13 @@ def test_tiny_painn_and_nequip_train_and_report_numpy_errors(tmp_path):
     for name in ("painn", "nequip"):
         _check_errors_against_numpy(results, run_dir, name)
         assert results["models"][name]["updates"] == 4
+
+
+def test_painn_trains_at_its_own_learning_rate_and_the_others_at_the_runs():
+    from gnkit.demos.potentials import COMPARISON
+
+    config = dataclasses.replace(CONFIGS["default"], model=("painn", "mace", "schnet"))
+    rates = {name: COMPARISON.config_of(name, config, None).learning_rate for name in config.model}
+    assert rates == {"painn": 1e-3, "mace": 1e-2, "schnet": 1e-2}
+    shared = dataclasses.replace(config, painn_learning_rate=0.0)
+    assert COMPARISON.config_of("painn", shared, None).learning_rate == 1e-2

@@ -39,6 +39,7 @@ COMPARISON = runner.Comparison(
     report=report,
     examples_per_step=lambda config: config.batch_size,
     log_every=2**62,
+    model_config=lambda name, config, data: config.for_model(name),
 )
 
 DEMO = experiments.Demo(
