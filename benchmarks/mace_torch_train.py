@@ -40,7 +40,7 @@ Settings, gnkit's preset field against the `mace_run_train` flag it maps to
 | Adam at `learning_rate` | `--optimizer adam --lr`, AMSGrad off (1) |
 | no weight decay | `--weight_decay 0` |
 | gradient norm clipped at `clip_norm` | `--clip_grad` |
-| no weight averaging | no `--ema`, no `--swa` |
+| `ema_decay` d > 0: the variables' moving average tested | `--ema_decay d --ema` (no `--swa`) |
 | float32 | `--default_dtype float32` |
 | `seed` | `--seed` |
 
@@ -243,7 +243,8 @@ def mace_arguments(config, data, paths: dict[str, Path], work_dir: Path) -> list
         "--optimizer", "adam", "--lr", repr(float(config.learning_rate)), "--weight_decay", "0",
         "--scheduler", "ExponentialLR", "--lr_scheduler_gamma", repr(exponential_gamma(config)),
         "--clip_grad", repr(float(config.clip_norm)), "--error_table", "PerAtomMAE",
-    ]
+        "--ema_decay", repr(float(config.ema_decay)),
+    ] + (["--ema"] if config.ema_decay else [])
 
 
 # ------------------------------------------------------------------------ the two sides' runs

@@ -125,7 +125,7 @@ def load_potential(run_dir: Path, name: str):
       variables, the `ScaleShift` to eV relative to the E0s, the run's `PotentialsConfig`, its
       `PotentialData` and its `RunDir`.
     """
-    from gnkit.demos.potentials import COMPARISON
+    from gnkit.demos.potentials import COMPARISON, training
     from gnkit.demos.potentials.config import PotentialsConfig
     from gnkit.demos.potentials.models import build_model, scale_shift
     from gnkit.experiments import runner
@@ -135,7 +135,8 @@ def load_potential(run_dir: Path, name: str):
     config = run.config
     data = COMPARISON.load_data(config, run, False)
     state = runner.trained_state(COMPARISON, name, config, run, data)
-    return build_model(name, config, data), state.params, scale_shift(data), config, data, run
+    params = training.averaged(state.params)
+    return build_model(name, config, data), params, scale_shift(data), config, data, run
 
 
 def _cast(tree, dtype):
@@ -260,7 +261,7 @@ def model_speeds(emt_run_dir: Path, names, n_steps: int, rounds: int) -> dict:
     atoms = thermalised(fcc_copper(), 300.0, seed=0)
     loops, states, result = {}, {}, {}
     for name in names:
-        params = training.init(name, run.config, data)
+        params = training.averaged(training.init(name, run.config, data))
         loops[name] = JaxMD(build_model(name, run.config, data), params, scale_shift(data), atoms,
                             run.config.cutoff, 1.0)
         begin = time.perf_counter()

@@ -48,7 +48,8 @@ def test_written_frames_are_the_demos_split(written):
 def test_mace_arguments_carry_the_preset(written, tmp_path):
     config, data, paths = written
     arguments = bench.mace_arguments(config, data, paths, tmp_path)
-    flags = dict(zip(arguments[::2], arguments[1::2], strict=True))
+    assert arguments[-1] == "--ema"  # a switch; every other flag takes a value
+    flags = dict(zip(arguments[:-1:2], arguments[1:-1:2], strict=True))
     assert flags["--hidden_irreps"] == "32x0e + 32x1o"
     expected = {
         "--max_ell": "2", "--correlation": "2", "--num_interactions": "2", "--r_max": "5.0",
@@ -58,7 +59,7 @@ def test_mace_arguments_carry_the_preset(written, tmp_path):
         "--forces_weight": "1000.0", "--loss": "weighted", "--model": "ScaleShiftMACE",
         "--interaction_first": "RealAgnosticInteractionBlock", "--seed": "3",
         "--default_dtype": "float32", "--weight_decay": "0", "--eval_interval": "1",
-        "--energy_key": "REF_energy", "--forces_key": "REF_forces",
+        "--energy_key": "REF_energy", "--forces_key": "REF_forces", "--ema_decay": "0.99",
     }
     assert {key: flags[key] for key in expected} == expected
     assert flags["--train_file"] == str(paths["train"])

@@ -54,7 +54,7 @@ def _tiny_potential(tmp_path, data_name: str):
     config = dataclasses.replace(CONFIGS["tiny"], data=data_name, model=("schnet",))
     run = experiments.RunDir(tmp_path / "run", config)
     data = load_data(config, run, progress=False)
-    params = training.init("schnet", config, data)
+    params = training.averaged(training.init("schnet", config, data))
     return build_model("schnet", config, data), params, scale_shift(data), config, data, run
 
 

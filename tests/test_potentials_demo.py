@@ -142,3 +142,35 @@ def test_painn_trains_at_its_own_learning_rate_and_the_others_at_the_runs():
     assert rates == {"painn": 1e-3, "mace": 1e-2, "schnet": 1e-2}
     shared = dataclasses.replace(config, painn_learning_rate=0.0)
     assert COMPARISON.config_of("painn", shared, None).learning_rate == 1e-2
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.9])
+def test_moving_average_follows_the_trained_variables_as_torch_ema_does(decay):
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from gnkit.demos.potentials.training import averaged, with_moving_average
+
+    inner = optax.sgd(0.1)
+    optimizer = with_moving_average(inner, decay)
+    target = jnp.array([1.0, -2.0, 3.0])
+    params = {"model": {"w": jnp.zeros(3)}, "average": {"w": jnp.zeros(3)}}
+    state = optimizer.init(params)
+
+    def loss(params):  # the potentials' losses read only the model's variables
+        return jnp.sum((params["model"]["w"] - target) ** 2)
+
+    model, average = np.zeros(3), np.zeros(3)  # NumPy: plain SGD and torch_ema's recursion
+    for t in range(1, 26):
+        updates, state = optimizer.update(jax.grad(loss)(params), state, params)
+        params = optax.apply_updates(params, updates)
+        model = model - 0.1 * 2 * (model - np.array(target))
+        step_decay = min(decay, (1 + t) / (10 + t))
+        average = average - (1 - step_decay) * (average - model)
+        np.testing.assert_allclose(params["model"]["w"], model, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(averaged(params)["w"], average, rtol=1e-5, atol=1e-6)
+    if decay == 0.0:
+        np.testing.assert_array_equal(averaged(params)["w"], params["model"]["w"])
+    else:  # the average lags the model on its way to the target
+        assert np.all(np.abs(average - np.array(target)) > np.abs(model - np.array(target)))

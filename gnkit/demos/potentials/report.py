@@ -13,7 +13,7 @@ import numpy as np
 from gnkit import experiments
 from gnkit import train as training
 from gnkit.demos.potentials import metrics
-from gnkit.demos.potentials.training import predict_split, predictor
+from gnkit.demos.potentials.training import averaged, predict_split, predictor
 
 #: Published rMD17 aspirin test MAE with 1,000 training frames (energy meV, forces meV/Å).
 PUBLISHED_ASPIRIN = {
@@ -71,7 +71,7 @@ def report(config, run_dir: experiments.RunDir, options: experiments.Options, st
             "test": {key: round(value, 4) for key, value in metrics.errors(predictions).items()},
             "best_epoch": int(state.step) // per_epoch,
             "updates": int(state.step),
-            "parameters": int(sum(np.size(leaf) for leaf in jax.tree.leaves(state.params))),
+            "parameters": int(sum(np.size(x) for x in jax.tree.leaves(averaged(state.params)))),
             "cpu_minutes": round(learning[name]["cpu_minutes"], 2),
             "curve": {key: learning[name][key] for key in
                       ("val_epoch", "val_energy_mae", "val_forces_mae")},
