@@ -44,6 +44,7 @@ from gnkit.atoms.equivariant import (
     symmetric_contraction_weight_shapes,
 )
 from gnkit.atoms.nn._equivariant_head import embedded_species, radial_convolution
+from gnkit.atoms.nn._species_linear import SpeciesLinear
 from gnkit.graph import GraphsTuple
 
 
@@ -104,18 +105,16 @@ class _Interaction(nn.Module):
     def __call__(self, node_features, species, harmonics, radial, graph):
         residual = None
         if not self.first:
-            residual = e3nn.flax.Linear(
-                self.hidden_irreps, num_indexed_weights=self.num_species, name="skip_tp"
-            )(species, node_features)
+            residual = SpeciesLinear(self.hidden_irreps, self.num_species, name="skip_tp")(
+                species, node_features)
         node_features = e3nn.flax.Linear(node_features.irreps, name="linear_up")(node_features)
         messages = radial_convolution(node_features, harmonics, radial, graph,
                                       self.target_irreps, self.radial_mlp, name="radial_mlp")
         messages = e3nn.flax.Linear(self.target_irreps, name="linear")(messages)
         messages = messages / self.avg_num_neighbors
         if self.first:
-            messages = e3nn.flax.Linear(
-                self.target_irreps, num_indexed_weights=self.num_species, name="skip_tp"
-            )(species, messages)
+            messages = SpeciesLinear(self.target_irreps, self.num_species, name="skip_tp")(
+                species, messages)
         return messages, residual
 
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from gnkit.atoms.equivariant import atom_mask, edge_embedding, gated_irreps
 from gnkit.atoms.nn._equivariant_head import embedded_species, radial_convolution
+from gnkit.atoms.nn._species_linear import SpeciesLinear
 from gnkit.graph import GraphsTuple
 
 
@@ -47,10 +48,8 @@ class _Convolution(nn.Module):
 
     @nn.compact
     def __call__(self, features, species, harmonics, radial, graph):
-        self_connection = e3nn.flax.Linear(
-            self.irreps_out, num_indexed_weights=self.num_species, force_irreps_out=True,
-            name="sc",
-        )(species, features)
+        self_connection = SpeciesLinear(self.irreps_out, self.num_species, force_irreps_out=True,
+                                        name="sc")(species, features)
         features = e3nn.flax.Linear(features.irreps, name="linear_1")(features)
         messages = radial_convolution(features, harmonics, radial, graph, self.irreps_out,
                                       self.radial_mlp, name="fc")
