@@ -134,14 +134,17 @@ def test_tiny_painn_and_nequip_train_and_report_numpy_errors(tmp_path):
         assert results["models"][name]["updates"] == 4
 
 
-def test_painn_trains_at_its_own_learning_rate_and_the_others_at_the_runs():
+def test_schnet_and_painn_train_at_their_own_learning_rates_and_the_others_at_the_runs():
     from gnkit.demos.potentials import COMPARISON
 
-    config = dataclasses.replace(CONFIGS["default"], model=("painn", "mace", "schnet"))
+    config = dataclasses.replace(
+        CONFIGS["default"], model=("painn", "mace", "schnet", "nequip"), schnet_learning_rate=2e-3
+    )
     rates = {name: COMPARISON.config_of(name, config, None).learning_rate for name in config.model}
-    assert rates == {"painn": 1e-3, "mace": 1e-2, "schnet": 1e-2}
-    shared = dataclasses.replace(config, painn_learning_rate=0.0)
-    assert COMPARISON.config_of("painn", shared, None).learning_rate == 1e-2
+    assert rates == {"painn": 1e-3, "mace": 1e-2, "schnet": 2e-3, "nequip": 1e-2}
+    shared = dataclasses.replace(config, painn_learning_rate=0.0, schnet_learning_rate=0.0)
+    assert {COMPARISON.config_of(name, shared, None).learning_rate
+            for name in ("painn", "schnet")} == {1e-2}
 
 
 @pytest.mark.parametrize("decay", [0.0, 0.9])

@@ -33,9 +33,9 @@ class PotentialsConfig:
     RMS training force and shifted by the mean per-atom energy left after the E0s
     (`gnkit.atoms.potential.ScaleShift.fit`). Adam with a warm-up and cosine decay
     (`gnkit.experiments.runner.warmup_cosine_adam`) over `epochs` epochs of
-    `ceil(train / batch_size)` updates peaking at `learning_rate` (PaiNN: at
-    `painn_learning_rate`, as PaiNN diverged at 0.01 on aspirin where the others trained),
-    the gradient norm clipped at `clip_norm`. Validation, test and MD use the exponential
+    `ceil(train / batch_size)` updates peaking at `learning_rate` (SchNet and PaiNN: at
+    `schnet_learning_rate` and `painn_learning_rate`, as both diverged at 0.01 on aspirin where
+    MACE trained), the gradient norm clipped at `clip_norm`. Validation, test and MD use the exponential
     moving average of the variables (`ema_decay`, as MACE's `--ema_decay`); validation every
     `eval_every_epochs` epochs picks the state tested (the lowest weighted validation loss).
     """
@@ -67,7 +67,12 @@ class PotentialsConfig:
     stress_weight: float = setting(10000.0, minimum=0.0, help="weight of the stress MSE (emt)")
     batch_size: int = setting(5, minimum=1, help="structures per update")
     epochs: int = setting(100, minimum=1)
-    learning_rate: float = setting(5e-3, minimum=0.0, help="peak learning rate (not PaiNN's)")
+    learning_rate: float = setting(
+        5e-3, minimum=0.0, help="peak learning rate (not SchNet's or PaiNN's)"
+    )
+    schnet_learning_rate: float = setting(
+        1e-3, minimum=0.0, help="SchNet's peak learning rate (0: learning_rate)"
+    )
     painn_learning_rate: float = setting(
         1e-3, minimum=0.0, help="PaiNN's peak learning rate (0: learning_rate)"
     )
@@ -90,9 +95,11 @@ class PotentialsConfig:
             raise ValueError(f"ema_decay must be below 1, not {self.ema_decay}")
 
     def for_model(self, name: str) -> PotentialsConfig:
-        """The config model `name` trains under: PaiNN's learning rate is its own."""
-        if name == "painn" and self.painn_learning_rate:
-            return dataclasses.replace(self, learning_rate=self.painn_learning_rate)
+        """The config model `name` trains under: SchNet's and PaiNN's learning rates are their
+        own."""
+        own = {"schnet": self.schnet_learning_rate, "painn": self.painn_learning_rate}
+        if own.get(name):
+            return dataclasses.replace(self, learning_rate=own[name])
         return self
 
     @property
@@ -163,7 +170,7 @@ CONFIGS = {
 
 PRESET_NOTES = {
     "default": "MACE 64x0e + 64x1o, l = 2, on all 950 training frames for 125 epochs, batch 5 "
-    "(about 0.14 CPU-s an update: under an hour of CPU time)",
+    "(about 0.15 CPU-s an update: about an hour of CPU time)",
     "quick": "a first look in a few CPU-minutes: small models, 200 training frames (EMT: 100), "
     "10 epochs, 300 test frames (EMT: 50)",
     "paper": "the MACE paper's sizes (128x0e + 128x1o, l = 3, correlation 3, batch 5, lr 0.01, "
