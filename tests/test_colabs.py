@@ -12,8 +12,8 @@ nbclient = pytest.importorskip("nbclient")
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[1] / "colabs").glob("*.ipynb"))
 SLOW = {
-    "clevr", "kg", "molecules", "nth_farthest", "pretty_clevr", "rdl", "shortest_path", "sort",
-    "sort_of_clevr",
+    "clevr", "kg", "molecules", "nth_farthest", "potentials", "pretty_clevr", "rdl",
+    "shortest_path", "sort", "sort_of_clevr",
 }
 
 
