@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -181,3 +184,14 @@ def test_a_figure_that_cannot_be_written_is_a_warning_not_an_error(tmp_path):
     with pytest.warns(RuntimeWarning, match="x.png not saved: FileExistsError"):
         assert experiments.save_figure(figure, target) is None
     assert not plt.get_fignums()  # closed all the same
+
+
+@pytest.mark.parametrize("backend, expected", [("", "agg"), ("svg", "svg")])
+def test_pyplot_draws_on_agg_unless_mplbackend_names_a_backend(backend, expected):
+    environment = {key: value for key, value in os.environ.items() if key != "MPLBACKEND"}
+    if backend:
+        environment["MPLBACKEND"] = backend
+    script = "from gnkit import experiments; print(experiments.pyplot().get_backend().lower())"
+    printed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True,
+                             text=True, check=True).stdout
+    assert printed.strip() == expected

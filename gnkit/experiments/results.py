@@ -48,10 +48,13 @@ def write_json(path: str | Path, results: Mapping[str, Any]) -> None:
 
 
 def pyplot():
-    """matplotlib's pyplot on the Agg backend (files only), imported on first use."""
+    """matplotlib's pyplot, imported on first use: on the Agg backend (files only) unless
+    `MPLBACKEND` names one, as Jupyter's kernel does (so a notebook's own plots still show
+    after a demo has drawn its figures)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    if not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
