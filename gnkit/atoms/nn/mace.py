@@ -5,7 +5,9 @@ The layers are those of mace (`mace.modules.MACE`, `RealAgnosticInteractionBlock
 
 - species embedding: a linear map of the one-hot species to `num_features x 0e`;
 - edges: spherical harmonics `Y` up to `max_l` of the edge directions, and the radial features
-  `bessel_basis(r, num_basis) * polynomial_envelope(r, p=envelope_p)`;
+  `bessel_basis(r, num_basis) * polynomial_envelope(r, p=envelope_p)`, scaled to unit mean
+  square from `mean_min_distance` to the cutoff when it is given (mlip's MACE does this;
+  mace-torch does not);
 - each interaction `t`: the A-basis
   `A_i = W_down sum_j R(r_ij) * (W_up h_j x Y(r_ij)) / avg_num_neighbors`, with the radial MLP
   `R` (SiLU, `radial_mlp` hidden widths, no biases) giving one weight per tensor-product path
@@ -171,6 +173,10 @@ class MACE(nn.Module):
       readout_features: the scalars of the last readout's hidden layer (MACE's `MLP_irreps`).
       avg_num_neighbors: the A-basis normaliser, the training set's mean neighbour count
         (`gnkit.atoms.equivariant.average_num_neighbors`).
+      mean_min_distance: the training set's mean shortest edge (Å,
+        `gnkit.atoms.equivariant.average_min_distance`); the radial features are scaled to unit
+        mean square between it and the cutoff (`radial_normalisation`). None: unscaled, as
+        mace-torch's.
     """
 
     species: Sequence[int]
@@ -184,6 +190,7 @@ class MACE(nn.Module):
     radial_mlp: Sequence[int] = (64, 64, 64)
     readout_features: int = 16
     avg_num_neighbors: float = 1.0
+    mean_min_distance: float | None = None
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
@@ -197,7 +204,7 @@ class MACE(nn.Module):
                                              name="node_embedding")
         harmonics, radial = edge_embedding(
             graph, max_l=self.max_l, num_basis=self.num_basis, cutoff=self.cutoff,
-            envelope_p=self.envelope_p,
+            envelope_p=self.envelope_p, min_distance=self.mean_min_distance,
         )
         target_irreps = str(num_features * e3nn.Irreps.spherical_harmonics(self.max_l))
         energies = []

@@ -13,5 +13,5 @@ class MACE(AtomsTwin, linen=mace.MACE):
       rngs: initialises the parameters.
       **options: `gnkit.atoms.nn.MACE`'s other attributes (`num_interactions`,
         `hidden_irreps`, `max_l`, `correlation`, `num_basis`, `envelope_p`, `radial_mlp`,
-        `readout_features`, `avg_num_neighbors`).
+        `readout_features`, `avg_num_neighbors`, `mean_min_distance`).
     """

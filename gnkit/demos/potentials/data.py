@@ -34,6 +34,7 @@ class PotentialData:
       scale: the models' output scale (the RMS training force component, eV/Å).
       shift: the mean per-atom training energy after the E0s (eV).
       avg_num_neighbors: the training structures' mean number of edges into an atom.
+      mean_min_distance: the training structures' mean shortest edge (Å).
       stress: whether the graphs carry stress (EMT).
     """
 
@@ -44,6 +45,7 @@ class PotentialData:
     scale: float
     shift: float
     avg_num_neighbors: float
+    mean_min_distance: float
     stress: bool
 
     def n_atoms(self, split: str) -> np.ndarray:
@@ -151,7 +153,7 @@ def load_data(config: PotentialsConfig, run_dir, progress: bool) -> PotentialDat
       The `PotentialData`.
     """
     from gnkit.atoms import atoms_to_graphs
-    from gnkit.atoms.equivariant import average_num_neighbors
+    from gnkit.atoms.equivariant import average_min_distance, average_num_neighbors
     from gnkit.atoms.potential import ScaleShift
 
     structures = split_structures(config, run_dir, progress)
@@ -187,6 +189,7 @@ def load_data(config: PotentialsConfig, run_dir, progress: bool) -> PotentialDat
         scale=fitted.scale,
         shift=fitted.shift,
         avg_num_neighbors=average_num_neighbors(batch_np(relative["train"])),
+        mean_min_distance=average_min_distance(relative["train"]),
         stress=config.data == "emt",
     )
 

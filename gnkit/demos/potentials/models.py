@@ -14,7 +14,8 @@ from gnkit.graph import GraphsTuple
 def build_model(name: str, config: PotentialsConfig, data: PotentialData) -> nn.Module:
     """Model `name` (`schnet`, `painn`, `nequip`, `mace`) for the data's species, at the
     config's sizes and cutoff; NequIP and MACE normalise by the training set's mean neighbour
-    count. Every other size is the `gnkit.atoms.nn` default (the papers')."""
+    count, and MACE scales its radial features from the training set's mean shortest edge.
+    Every other size is the `gnkit.atoms.nn` default (the papers')."""
     from gnkit.atoms.nn import MACE, NequIP, PaiNN, SchNet  # the atoms extra, on first use
 
     species, cutoff = data.species, config.cutoff
@@ -38,7 +39,8 @@ def build_model(name: str, config: PotentialsConfig, data: PotentialData) -> nn.
         return MACE(species, cutoff, num_interactions=config.mace_interactions,
                     hidden_irreps=f"{width}x0e + {width}x1o", max_l=config.mace_max_l,
                     correlation=config.mace_correlation,
-                    avg_num_neighbors=data.avg_num_neighbors)
+                    avg_num_neighbors=data.avg_num_neighbors,
+                    mean_min_distance=data.mean_min_distance)
     raise ValueError(f"unknown model {name!r}")
 
 
