@@ -52,7 +52,9 @@ it once an epoch, with `--lr_scheduler_gamma` chosen so that the mean learning r
 equals gnkit's (`exponential_gamma`). Both validate after every epoch (gnkit's
 `eval_every_epochs` is set to 1, mace's `--eval_interval 1`: with 2 its epochs 0, 2, ... would be
 checked and the last one never) and test the state of the lowest weighted validation loss (the
-same loss formula and weights). Batch orders (gnkit: a permutation from
+same loss formula and weights). gnkit's MACE scales its radial features to unit mean square
+from the training set's mean shortest edge to the cutoff (`mean_min_distance`, as mlip's MACE);
+mace-torch's has no such factor. Batch orders (gnkit: a permutation from
 `(seed, epoch)`; mace: torch's shuffling from its seed) and initial weights are each library's
 own. mace's symmetric contraction has more weights than gnkit's at equal sizes (the parameter
 counts are printed). mace trains on total energies in float32 (about -17,617 eV, 2 meV apart)

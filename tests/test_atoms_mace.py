@@ -21,11 +21,15 @@ from _equivariant_checks import (
     random_rotation,
 )
 from ase import Atoms
+from ase.build import bulk
 
 from gnkit.atoms import nn as atoms_nn
 from gnkit.atoms import nnx as atoms_nnx
 from gnkit.atoms.equivariant import (
     _monomials,
+    average_min_distance,
+    edge_embedding,
+    radial_normalisation,
     symmetric_contraction,
     symmetric_contraction_weight_shapes,
 )
@@ -40,6 +44,53 @@ class TestMACE(ModelChecks):
                    radial_mlp=(4,), readout_features=2, avg_num_neighbors=6.0)
     fit_options = dict(num_interactions=2, hidden_irreps="8x0e + 8x1o", max_l=2, correlation=2,
                        radial_mlp=(16,))
+
+
+class TestMACEScaledRadial(TestMACE):
+    """The same checks with the radial features scaled from a mean shortest edge of 0.9 Å."""
+
+    options = dict(TestMACE.options, mean_min_distance=0.9)
+    fit_options = dict(TestMACE.fit_options, mean_min_distance=0.9)
+
+
+def test_radial_normalisation_gives_numpys_bessel_features_unit_mean_square():
+    cutoff, num_basis, p, r_min = 5.0, 8, 5, 1.0
+    r = np.linspace(r_min, cutoff, 1000)[:, None]
+    d, n = r / cutoff, np.arange(1, num_basis + 1)
+    envelope = 1 - (p + 1) * (p + 2) / 2 * d**p + p * (p + 2) * d**(p + 1) \
+        - p * (p + 1) / 2 * d**(p + 2)
+    features = np.sqrt(2 / cutoff) * np.sin(n * np.pi * r / cutoff) / r * envelope
+    expected = np.mean(features ** 2) ** -0.5
+    factor = radial_normalisation(r_min, num_basis=num_basis, cutoff=cutoff, envelope_p=p)
+    assert factor == pytest.approx(expected, rel=1e-5)
+    assert np.mean((factor * features) ** 2) == pytest.approx(1.0, rel=1e-5)
+    # the same number under jit (evaluated while tracing, a constant of the computation)
+    assert float(jax.jit(lambda: radial_normalisation(
+        r_min, num_basis=num_basis, cutoff=cutoff, envelope_p=p))()) == pytest.approx(factor)
+
+
+def test_average_min_distance_is_the_mean_of_each_structures_shortest_edge():
+    rng = np.random.default_rng(3)
+    molecules = [random_molecule(rng, [6, 1, 1, 8]) for _ in range(3)]
+    shortest = [min(np.linalg.norm(a.positions[i] - a.positions[j])
+                    for i in range(len(a)) for j in range(i)) for a in molecules]
+    # one-atom fcc copper: the shortest edge is to its own image, a / sqrt(2)
+    copper = bulk("Cu", "fcc", a=3.6)
+    graphs = [graph_of(atoms, CUTOFF) for atoms in [*molecules, copper]]
+    expected = np.mean([*shortest, 3.6 / np.sqrt(2)])
+    assert average_min_distance(graphs) == pytest.approx(expected, rel=1e-6)  # float32
+    with pytest.raises(ValueError, match="structure 0 has no edges"):
+        average_min_distance([graph_of(Atoms("H"), CUTOFF)])
+
+
+def test_edge_embedding_scales_the_radial_features_by_the_normalisation():
+    graph = as_jax(graph_of(random_molecule(np.random.default_rng(4), [6, 1, 8]), CUTOFF))
+    sizes = dict(max_l=2, num_basis=6, cutoff=CUTOFF, envelope_p=5)
+    harmonics, radial = edge_embedding(graph, **sizes)
+    scaled_harmonics, scaled = edge_embedding(graph, **sizes, min_distance=0.9)
+    factor = radial_normalisation(0.9, num_basis=6, cutoff=CUTOFF, envelope_p=5)
+    np.testing.assert_allclose(scaled, factor * np.asarray(radial), rtol=1e-6)
+    np.testing.assert_array_equal(scaled_harmonics.array, harmonics.array)
 
 
 def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
