@@ -67,6 +67,9 @@ def test_radial_normalisation_gives_numpys_bessel_features_unit_mean_square():
     # the same number under jit (evaluated while tracing, a constant of the computation)
     assert float(jax.jit(lambda: radial_normalisation(
         r_min, num_basis=num_basis, cutoff=cutoff, envelope_p=p))()) == pytest.approx(factor)
+    for bad in (-0.1, cutoff, 7.0):
+        with pytest.raises(ValueError, match="min_distance must be in"):
+            radial_normalisation(bad, num_basis=num_basis, cutoff=cutoff, envelope_p=p)
 
 
 def test_average_min_distance_is_the_mean_of_each_structures_shortest_edge():

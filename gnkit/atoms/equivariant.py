@@ -96,6 +96,9 @@ def radial_normalisation(
     they are of order one, as every other layer's inputs are. On rMD17 aspirin at the `quick`
     preset this lowered MACE's test force MAE from 139 to 103 meV/Å (mean of three seeds).
     """
+    if not 0 <= min_distance < cutoff:
+        raise ValueError(f"radial_normalisation: min_distance must be in [0, cutoff = {cutoff}), "
+                         f"got {min_distance}")
     with jax.ensure_compile_time_eval():
         distances = jnp.linspace(min_distance, cutoff, 1000)
         features = bessel_basis(distances, num_basis, cutoff) * polynomial_envelope(
