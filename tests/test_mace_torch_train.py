@@ -115,3 +115,19 @@ def test_both_sides_validate_every_epoch():
     assert bench.run_config("quick", 0).eval_every_epochs == 1  # the preset's own is 2
     with pytest.raises(ValueError, match="eval_every_epochs must be 1"):
         bench.run_config("quick", 0, {"eval_every_epochs": 2})
+
+
+def test_sides_are_a_subset_of_gnkit_and_mace():
+    assert bench._parse(["--sides", "mace"]).sides == ["mace"]
+    assert bench._parse(["--sides", "mace,gnkit"]).sides == ["gnkit", "mace"]
+    with pytest.raises(SystemExit):
+        bench._parse(["--sides", "mace,torch"])
+
+
+def test_gnkit_side_alone_records_no_speed_ratio(tmp_path, capsys):
+    record = bench.main(["--config", "tiny", "--seeds", "0", "--sides", "gnkit",
+                         "--work", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    assert list(record["runs"]) == ["gnkit"] and "speed_ratio" not in record["summary"]
+    assert len(record["runs"]["gnkit"][0]["epoch_wall_s"]) == 2  # tiny: 2 epochs
+    assert json.loads((tmp_path / "r.json").read_text())["sides"] == ["gnkit"]
+    assert "force MAE mean: gnkit " in capsys.readouterr().out
