@@ -229,11 +229,14 @@ def read_trajectory(path: Path) -> dict:
 
 def thermalised(atoms, temperature: float, seed: int):
     """`atoms` (a copy) with Maxwell-Boltzmann momenta at `temperature` K, no net momentum."""
-    from ase.md.velocitydistribution import MaxwellBoltzmannDistribution, Stationary
+    from ase.md import velocitydistribution
+    from ase.md.velocitydistribution import Stationary
 
+    # Newer ASE deprecates MaxwellBoltzmannDistribution for thermalize_momenta (the same draws).
+    thermalise = getattr(velocitydistribution, "thermalize_momenta",
+                         velocitydistribution.MaxwellBoltzmannDistribution)
     atoms = atoms.copy()
-    MaxwellBoltzmannDistribution(atoms, temperature_K=temperature,
-                                 rng=np.random.default_rng(seed))
+    thermalise(atoms, temperature_K=temperature, rng=np.random.default_rng(seed))
     Stationary(atoms)
     return atoms
 
