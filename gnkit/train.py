@@ -12,7 +12,7 @@
 - Progress: `gnkit.progress.ProgressBar`.
 - Stopping: `StopRequest`, `TrainingStopped`, and `stop_on_signals()` for command-line entry
   points (signal handlers, restored on exit; `fit` uses it for SIGINT while it runs);
-  `TrainingDiverged` when the logged loss stops being finite.
+  `TrainingDiverged` when the training loss stops being finite.
 
 `fit` drives a `train_step` over batches that are a pure function of the step number, so a run
 that is stopped (Ctrl-C, SIGTERM, a killed machine) and restarted from its last checkpoint
@@ -145,12 +145,14 @@ class TrainingStopped(KeyboardInterrupt):
 
 
 class TrainingDiverged(FloatingPointError):
-    """Raised by `fit` when a logged training loss is not finite: the run stops there, nothing
-    more is saved, so the checkpoints on disk (and `best.msgpack`) hold the finite states from
+    """Raised by `fit` when a training loss is not finite, found at the next log record,
+    validation or save, whichever comes first: the run stops there, nothing more is validated
+    or saved, so the checkpoints on disk (and `best.msgpack`) hold the finite states from
     before.
 
     Args:
-      step: the step ending the log interval whose mean loss was not finite (kept as `step`).
+      step: the step where the non-finite loss was found (kept as `step`); the mean loss of
+        the steps since the last log record is not finite.
       loss: that mean (kept as `loss`).
       checkpoint: the last checkpoint `fit` wrote, None if it wrote none (kept as
         `checkpoint`).
@@ -573,8 +575,8 @@ def fit(
 
     Raises:
       TrainingStopped: after a stop request or a KeyboardInterrupt, once the state is saved.
-      TrainingDiverged: a log interval's mean `loss` is NaN or infinite; the diverged state is
-        not saved.
+      TrainingDiverged: a step's `loss` is NaN or infinite, found at the next log record,
+        validation or save; the diverged state is neither validated nor saved.
     """
     strategy = strategy_for(parallel)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
@@ -606,6 +608,14 @@ def fit(
         if not np.isfinite(means.get("loss", 0.0)):
             raise TrainingDiverged(int(current.step), means["loss"], saved[-1] if saved else None)
         return current
+
+    def stop_if_diverged(step: int) -> None:
+        """Before a validation or a save between log records: a non-finite loss since the last
+        record stops the run there, so no state after it is validated or saved."""
+        losses = window.values.get("loss")
+        if losses and not np.all(np.isfinite(jax.device_get(losses))):
+            loss = float(np.mean(jax.device_get(losses)))
+            raise TrainingDiverged(step, loss, saved[-1] if saved else None)
 
     def run_evaluation(current: TrainingState) -> TrainingState:
         eval_start = time.process_time()
@@ -652,6 +662,7 @@ def fit(
                         state = log_window(state.replace(step=step))
                     due_eval = evaluate is not None and evaluation.due(step)
                     if due_eval or saving.due(step) or step == num_steps:
+                        stop_if_diverged(step)
                         state = host_state(state, params, opt_state, step)
                         if due_eval or (step == num_steps and evaluate is not None):
                             state = run_evaluation(state)
