@@ -268,6 +268,29 @@ def test_a_non_finite_loss_stops_the_run_and_keeps_the_finite_checkpoints(tmp_pa
     assert np.isnan(rows[-1]["loss"])
 
 
+def test_a_non_finite_loss_is_found_before_a_validation_between_log_records(tmp_path):
+    """Log records every 8 steps, validation every 2, NaN inputs from the fifth update on: the
+    run stops at step 6, before its validation; the last checkpoint is step 4's."""
+
+    def poisoned_batch(step):
+        inputs, targets = TOY["make_batch"](step)
+        return (inputs * np.nan, targets) if step >= 4 else (inputs, targets)
+
+    evaluated = []
+
+    def evaluate(params):
+        evaluated.append(np.asarray(params["w"]).copy())
+        return {"score": 0.0}
+
+    with pytest.raises(training.TrainingDiverged) as diverged:
+        toy_fit(12, make_batch=poisoned_batch, log_every_steps=8, evaluate=evaluate,
+                eval_every_steps=2, checkpoint_dir=tmp_path)
+    assert diverged.value.step == 6 and np.isnan(diverged.value.loss)
+    assert diverged.value.checkpoint == tmp_path / "checkpoint_000000004.msgpack"
+    assert training.checkpoint_steps(tmp_path) == [2, 4]
+    assert len(evaluated) == 2 and all(np.all(np.isfinite(w)) for w in evaluated)
+
+
 def test_stop_request_logs_the_partial_interval_saves_and_resumes_exactly(tmp_path):
     straight = toy_fit(12)
     stop = training.StopRequest()
@@ -717,25 +740,3 @@ def test_sudoku_trains_with_pmap_and_mesh_like_one_device(tmp_path):
         for got, want in zip(jax.tree.leaves(states[mode].params), single, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
-
-def test_a_non_finite_loss_is_found_before_a_validation_between_log_records(tmp_path):
-    """Log records every 8 steps, validation every 2, NaN inputs from the fifth update on: the
-    run stops at step 6, before its validation; the last checkpoint is step 4's."""
-
-    def poisoned_batch(step):
-        inputs, targets = TOY["make_batch"](step)
-        return (inputs * np.nan, targets) if step >= 4 else (inputs, targets)
-
-    evaluated = []
-
-    def evaluate(params):
-        evaluated.append(np.asarray(params["w"]).copy())
-        return {"score": 0.0}
-
-    with pytest.raises(training.TrainingDiverged) as diverged:
-        toy_fit(12, make_batch=poisoned_batch, log_every_steps=8, evaluate=evaluate,
-                eval_every_steps=2, checkpoint_dir=tmp_path)
-    assert diverged.value.step == 6 and np.isnan(diverged.value.loss)
-    assert diverged.value.checkpoint == tmp_path / "checkpoint_000000004.msgpack"
-    assert training.checkpoint_steps(tmp_path) == [2, 4]
-    assert len(evaluated) == 2 and all(np.all(np.isfinite(w)) for w in evaluated)
