@@ -483,7 +483,7 @@ def _parse(argv):
     args = parser.parse_args(argv)
     args.seed = int(args.seeds.split(",")[0])
     sides = args.sides.split(",")
-    if not sides or set(sides) - set(SIDES):
+    if set(sides) - set(SIDES):
         parser.error(f"--sides: a comma-separated subset of {', '.join(SIDES)}, "
                      f"got {args.sides!r}")
     args.sides = [side for side in SIDES if side in sides]

@@ -613,8 +613,8 @@ def fit(
         """Before a validation or a save between log records: a non-finite loss since the last
         record stops the run there, so no state after it is validated or saved."""
         losses = window.values.get("loss")
-        if losses and not np.all(np.isfinite(jax.device_get(losses))):
-            loss = float(np.mean(jax.device_get(losses)))
+        loss = float(np.mean(jax.device_get(losses))) if losses else 0.0
+        if not np.isfinite(loss):
             raise TrainingDiverged(step, loss, saved[-1] if saved else None)
 
     def run_evaluation(current: TrainingState) -> TrainingState:
