@@ -224,14 +224,10 @@ class GAT(nn.Module):
         sender_attention = self.param("sender_attention", _attention_init, shape)
         receiver_attention = self.param("receiver_attention", _attention_init, shape)
 
-        def logit_fn(sender_nodes, receiver_nodes):
-            return jnp.einsum("ehd,hd->eh", sender_nodes, sender_attention) + jnp.einsum(
-                "ehd,hd->eh", receiver_nodes, receiver_attention
-            )
-
         graph = gat(
             nn.Dense(width, use_bias=False, name="linear"),
-            logit_fn,
+            sender_logit_fn=lambda z: jnp.einsum("nhd,hd->nh", z, sender_attention),
+            receiver_logit_fn=lambda z: jnp.einsum("nhd,hd->nh", z, receiver_attention),
             receiver_project_fn=receiver_project_fn,
             num_heads=self.num_heads,
             negative_slope=self.negative_slope,
