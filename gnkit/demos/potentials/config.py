@@ -173,7 +173,7 @@ CONFIGS = {
 
 PRESET_NOTES = {
     "default": "MACE 64x0e + 64x1o, l = 2, on all 950 training frames for 150 epochs, batch 5 "
-    "(about 0.11 CPU-s an update on one core, 0.15 on two: under an hour of CPU time on one "
+    "(about 0.12 CPU-s an update on one core, 0.15 on two: under an hour of CPU time on one "
     "core, e.g. `taskset -c 0`)",
     "quick": "a first look in a few CPU-minutes: small models, 200 training frames (EMT: 100), "
     "10 epochs, 300 test frames (EMT: 50)",
