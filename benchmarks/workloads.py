@@ -328,12 +328,15 @@ def molecule_graph(num_graphs: int, features: int, seed: int = 0) -> GraphsTuple
 
 
 class GATModel(nn.Module):
-    """Three GAT layers (4 heads x 16, split logits), ReLU between, sum readout, MLP."""
+    """Three GAT layers (4 heads x 16), ReLU between, sum readout, MLP. `split_logits`: each
+    node's sender and receiver scores computed once and gathered (`gat`'s fast path); False
+    scores every edge from its gathered `[E, H, D]` rows (`logit_fn`), the ablation."""
 
     heads: int = 4
     head_size: int = 16
     layers: int = 3
     readout: tuple[int, ...] = (64, 1)
+    split_logits: bool = True
 
     @nn.compact
     def __call__(self, graph: GraphsTuple) -> jax.Array:
@@ -347,12 +350,23 @@ class GATModel(nn.Module):
                 nn.initializers.normal(0.3),
                 (self.heads, self.head_size),
             )
+            if self.split_logits:
+                logits = {
+                    "sender_logit_fn": lambda z, a=source: jnp.einsum("nhd,hd->nh", z, a),
+                    "receiver_logit_fn": lambda z, a=target: jnp.einsum("nhd,hd->nh", z, a),
+                }
+            else:
+                logits = {
+                    "logit_fn": lambda sender_nodes, receiver_nodes, a=source, b=target: (
+                        jnp.einsum("ehd,hd->eh", sender_nodes, a)
+                        + jnp.einsum("ehd,hd->eh", receiver_nodes, b)
+                    )
+                }
             layer = attention.gat(
                 nn.Dense(width, use_bias=False, name=f"project_{index}"),
-                sender_logit_fn=lambda z, a=source: jnp.einsum("nhd,hd->nh", z, a),
-                receiver_logit_fn=lambda z, a=target: jnp.einsum("nhd,hd->nh", z, a),
                 num_heads=self.heads,
                 indices_are_sorted=True,
+                **logits,
             )
             bias = self.param(f"bias_{index}", nn.initializers.normal(0.1), (width,))
             graph = graph._replace(nodes=layer(graph).nodes + bias)
@@ -430,8 +444,8 @@ def _torch_gat(params, in_size, heads=4, head_size=16, layers=3):
 def make_gat(
     quick: bool, pyg: bool, ablations: bool = False, torch_threads: Sequence[int] = (1,)
 ) -> Workload:
-    """W2: 3 GAT layers + sum readout + MLP on a batch of molecule-sized graphs."""
-    del ablations
+    """W2: 3 GAT layers + sum readout + MLP on a batch of molecule-sized graphs; `ablations`
+    adds gnkit with per-edge logits."""
     n_graph, features, layers = (4, 8, 1) if quick else (256, 32, 3)
     graph = molecule_graph(n_graph, features)
     targets = jnp.asarray(np.random.default_rng(1).normal(size=(n_graph, 1)), jnp.float32)
@@ -445,9 +459,15 @@ def make_gat(
     def jraph_forward(params, batch):
         return _jraph_gat_forward(params, batch[0], layers=layers)
 
-    contenders = {}
-    for name, forward in (("gnkit", gnkit_forward), ("jraph", jraph_forward)):
-        contenders[name] = jax_contender(forward, _squared_error, params, batch)
+    forwards = {"gnkit": gnkit_forward}
+    if ablations:
+        per_edge = GATModel(layers=layers, split_logits=False)
+        forwards["gnkit per-edge logits"] = lambda params, batch: per_edge.apply(params, batch[0])
+    forwards["jraph"] = jraph_forward
+    contenders = {
+        name: jax_contender(forward, _squared_error, params, batch)
+        for name, forward in forwards.items()
+    }
     if pyg:
         import torch
 
