@@ -431,6 +431,32 @@ def test_gat(combine_heads):
     assert_close(out.nodes, combined + p["bias"])
 
 
+def _gather_shapes(jaxpr) -> list[tuple[int, ...]]:
+    """The output shapes of every gather in `jaxpr`, nested jaxprs included."""
+    shapes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "gather":
+            shapes.append(tuple(eqn.outvars[0].aval.shape))
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                shapes += _gather_shapes(inner)
+    return shapes
+
+
+def test_gat_scores_each_node_once_and_gathers_one_row_per_edge():
+    """`GAT` takes `gat`'s split logits: the per-node scores reach the edges as `[E, H]`
+    gathers, and the only `[E, H, D]` gather is of the values."""
+    module = GAT(4, num_heads=2, add_self_edges=False)
+    graph = make_graph()
+    params = random_params(module, graph)
+    jaxpr = jax.make_jaxpr(lambda p: module.apply({"params": p}, graph).nodes)(params).jaxpr
+    shapes = _gather_shapes(jaxpr)
+    n_edge = len(SENDERS)
+    assert shapes.count((n_edge, 2, 4)) == 1
+    assert shapes.count((n_edge, 2)) == 2 + 2  # the two scores, the softmax's maxima and totals
+
+
 @pytest.mark.parametrize("share_weights", [False, True])
 @pytest.mark.parametrize("add_self_edges", [True, False])
 @pytest.mark.parametrize("use_bias", [True, False])
