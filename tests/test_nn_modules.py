@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxpr import equations
 
 from gnkit.batching import pad_with_graphs
 from gnkit.graph import GraphsTuple
@@ -433,15 +434,8 @@ def test_gat(combine_heads):
 
 def _gather_shapes(jaxpr) -> list[tuple[int, ...]]:
     """The output shapes of every gather in `jaxpr`, nested jaxprs included."""
-    shapes = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "gather":
-            shapes.append(tuple(eqn.outvars[0].aval.shape))
-        for param in eqn.params.values():
-            inner = getattr(param, "jaxpr", param)
-            if hasattr(inner, "eqns"):
-                shapes += _gather_shapes(inner)
-    return shapes
+    return [tuple(eqn.outvars[0].aval.shape) for eqn in equations(jaxpr)
+            if eqn.primitive.name == "gather"]
 
 
 def test_gat_scores_each_node_once_and_gathers_one_row_per_edge():

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _jaxpr import equations
 
 from gnkit import parallel
 from gnkit.demos.sudoku.models import SudokuRRN
@@ -289,15 +290,8 @@ def test_clear_errors():
 
 def _dot_input_dtypes(jaxpr) -> list[str]:
     """The operand dtypes of every dot_general in a jaxpr, nested jaxprs (scan bodies) included."""
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general":
-            found.append(str(eqn.invars[0].aval.dtype))
-        for param in eqn.params.values():
-            inner = getattr(param, "jaxpr", param)
-            if hasattr(inner, "eqns"):
-                found.extend(_dot_input_dtypes(inner))
-    return found
+    return [str(eqn.invars[0].aval.dtype) for eqn in equations(jaxpr)
+            if eqn.primitive.name == "dot_general"]
 
 
 def test_bf16_policy_keeps_parameters_state_and_outputs_f32():
