@@ -26,7 +26,7 @@ from ase.build import bulk
 from gnkit.atoms import nn as atoms_nn
 from gnkit.atoms import nnx as atoms_nnx
 from gnkit.atoms.equivariant import (
-    _monomials,
+    _lower_monomials,
     average_min_distance,
     edge_embedding,
     radial_normalisation,
@@ -96,8 +96,9 @@ def test_edge_embedding_scales_the_radial_features_by_the_normalisation():
     np.testing.assert_array_equal(scaled_harmonics.array, harmonics.array)
 
 
-def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
-    irreps_in, irreps_out, correlation, channels = e3nn.Irreps("0e + 1o + 2e"), "0e + 1o", 2, 3
+@pytest.mark.parametrize("correlation", [2, 3])
+def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers(correlation):
+    irreps_in, irreps_out, channels = e3nn.Irreps("0e + 1o + 2e"), "0e + 1o", 3
     rng = np.random.default_rng(0)
     shapes = symmetric_contraction_weight_shapes(irreps_in, correlation, irreps_out, 2, channels)
     with jax.enable_x64(True):
@@ -108,13 +109,14 @@ def test_symmetric_contraction_equals_the_dense_sum_over_symmetric_powers():
         x = np.asarray(features.array)
         for ir in ("0e", "1o"):
             expected = 0.0
-            for order in (1, 2):
+            for order in range(1, correlation + 1):
                 basis = e3nn.reduced_symmetric_tensor_product_basis(irreps_in, order,
                                                                     keep_ir=irreps_out).regroup()
                 u = np.asarray(basis.filter(keep=ir).chunks[0])  # [d] * order + [basis, 2l + 1]
                 w = np.asarray(weights[f"w{order}_{ir}"])[np.asarray(species)]  # [atom, basis, c]
-                power = x if order == 1 else np.einsum("nci,ncj->ncij", x, x)
-                letters = "ij"[:order]
+                letters = "ijl"[:order]
+                power = np.einsum(",".join(f"nc{a}" for a in letters) + f"->nc{letters}",
+                                  *[x] * order)
                 expected = expected + np.einsum(
                     f"{letters}km,nkc,nc{letters}->ncm", u, w, power) / order
             np.testing.assert_allclose(result.filter(keep=ir).array, expected, rtol=1e-10,
@@ -238,27 +240,38 @@ def test_hidden_irreps_of_unequal_multiplicities_are_rejected():
         jax.eval_shape(model.init, jax.random.PRNGKey(0), as_jax(graph_of(molecule, CUTOFF)))
 
 
-def test_the_monomials_and_three_orders_of_their_derivatives_equal_numpys_and_differences():
-    # Values against NumPy's products over index tuples; each derivative against a difference
-    # quotient of the order below, exact up to rounding on these polynomials (five points for the
-    # cubic value, central differences for the quadratic and linear derivatives). The first
-    # derivative runs the slices' transpose, the second and third its derivatives by gathers.
-    dim, correlation = 4, 3
-    rng = np.random.default_rng(0)
-    x, v, u = (rng.normal(size=(2, dim, 3)) for _ in range(3))
-    tuples = [t for order in range(1, correlation + 1)
+def test_the_lower_monomials_equal_numpys_products_over_sorted_tuples():
+    dim, correlation = 4, 4
+    x = np.random.default_rng(0).normal(size=(2, dim, 3))
+    tuples = [t for order in range(correlation)
               for t in itertools.combinations_with_replacement(range(dim), order)]
-    w = rng.normal(size=(2, len(tuples), 3))
+    reference = np.stack([np.prod(x[:, list(t), :], axis=1) for t in tuples], axis=1)
     with jax.enable_x64(True):
+        np.testing.assert_allclose(_lower_monomials(jnp.asarray(x), correlation), reference,
+                                   rtol=1e-13)
+
+
+def test_the_contraction_and_three_orders_of_its_derivatives_equal_differences():
+    # Each derivative against a central difference of the order below, exact up to rounding on
+    # this cubic (five points for the value's gradient); forward mode and the Hessian against
+    # reverse mode, at correlation 3 with two species.
+    irreps_in, irreps_out, correlation = e3nn.Irreps("0e + 1o"), "0e + 1o", 3
+    rng = np.random.default_rng(5)
+    shapes = symmetric_contraction_weight_shapes(irreps_in, correlation, irreps_out, 2, 2)
+    x, v, u = (rng.normal(size=(3, 2, irreps_in.dim)) for _ in range(3))
+    with jax.enable_x64(True):
+        weights = {name: jnp.asarray(rng.normal(size=shape)) for name, shape in shapes.items()}
+        cotangent = jnp.asarray(rng.normal(size=(3, 2, 4)))
+
         def value(y):
-            return jnp.sum(w * _monomials(y, correlation))
+            contracted = symmetric_contraction(e3nn.IrrepsArray(irreps_in, y),
+                                               jnp.array([0, 1, 1]), weights, correlation,
+                                               irreps_out)
+            return jnp.sum(cotangent * contracted.array)
 
         first = jax.jit(jax.grad(value))
         second = jax.jit(jax.grad(lambda y: jnp.sum(v * first(y))))  # the Hessian times v
         third = jax.jit(jax.grad(lambda y: jnp.sum(u * second(y))))
-        reference = np.stack([np.prod(x[:, list(t), :], axis=1) for t in tuples], axis=1)
-        np.testing.assert_allclose(_monomials(jnp.asarray(x), correlation), reference,
-                                   rtol=1e-13)
 
         def at(f, shift):
             return np.asarray(f(jnp.asarray(x + shift)))
@@ -278,6 +291,11 @@ def test_the_monomials_and_three_orders_of_their_derivatives_equal_numpys_and_di
         third_derivative = np.asarray(third(jnp.asarray(x)))
         np.testing.assert_allclose(third_derivative, difference(second, u), rtol=1e-9,
                                    atol=1e-10)
+        np.testing.assert_allclose(jax.jacfwd(value)(jnp.asarray(x)), first(jnp.asarray(x)),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(jax.hessian(value)(jnp.asarray(x)),
+                                   jax.jacrev(jax.jacrev(value))(jnp.asarray(x)), rtol=1e-12,
+                                   atol=1e-12)
     assert np.abs(third_derivative).min() > 0
 
 

@@ -116,7 +116,7 @@ def test_tiny_emt_mace_reports_stress_errors(tmp_path):
 
 @pytest.mark.slow
 def test_training_loss_is_finite_and_falls(tmp_path):
-    config = dataclasses.replace(TINY, model=("schnet",), epochs=15, learning_rate=5e-3)
+    config = dataclasses.replace(TINY, model=("schnet",), epochs=15, schnet_learning_rate=5e-3)
     run_dir = tmp_path / "run"
     _train(config, run_dir)
     losses = [record["loss"] for record in _records(run_dir, "schnet", "train")]

@@ -329,114 +329,29 @@ def symmetric_contraction_weight_shapes(
 
 def _sorted_tuples(dim: int, order: int) -> np.ndarray:
     """Int `[n, order]`: the non-decreasing index tuples over `range(dim)`, in lexicographic
-    order (the order `_monomials` builds them in)."""
+    order (the order `_lower_monomials` builds each degree in)."""
     tuples = np.sort(np.indices((dim,) * order).reshape(order, -1).T, axis=1)
     return np.unique(tuples, axis=0)
 
 
-def _tail_starts(dim: int, order: int) -> np.ndarray:
-    """Int `[dim]`: where the degree-`order` monomials whose first index is at least `a` start."""
-    return np.searchsorted(_sorted_tuples(dim, order)[:, 0], np.arange(dim))
+def _lower_monomials(x: jax.Array, correlation: int) -> jax.Array:
+    """Every monomial of degree 0 .. `correlation - 1` of the second last axis of `x`, each once.
 
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _monomials(x: jax.Array, correlation: int) -> jax.Array:
-    """Every monomial of degree 1 .. `correlation` of the second last axis of `x`, each once.
-
-    Degree `nu` is `x_a` times the degree `nu - 1` monomials whose first index is at least `a`,
-    a contiguous tail of them in lexicographic order, so only slices and products, and the
-    gradient is written out the same way (`_monomials_transpose`; autodiff's would sum one padded
-    copy per slice). That gradient's own derivative, which training on forces takes, comes from
-    the same monomials built by gathers (`_gathered_monomials`), whose derivatives are gathers
-    and scatter-adds: slices evaluate fastest, gathers differentiate fastest. Jittable; reverse
-    mode to any order.
+    Degree `nu` is each sorted tuple's first variable times the row of its tail among degree
+    `nu - 1` (`_degree_rows`). Jittable, plain autodiff (forward and reverse, any order).
 
     Args:
       x: `[..., d, m]`, the variables on the second last axis.
-      correlation: the largest degree.
+      correlation: one more than the largest degree.
 
     Returns:
-      `[..., n_monomials, m]`, degree 1 first, each degree's monomials in `_sorted_tuples`' order.
+      `[..., n_lower, m]`: the constant 1, then degree 1 (`x` itself), then each degree's
+      monomials in `_sorted_tuples`' order.
     """
-    return jnp.concatenate(_monomials_by_degree(x, correlation), axis=-2)
-
-
-def _monomials_by_degree(x: jax.Array, correlation: int) -> list[jax.Array]:
-    dim = x.shape[-2]
-    degrees = [x]
-    for order in range(2, correlation + 1):
-        starts = _tail_starts(dim, order - 1)
-        degrees.append(jnp.concatenate(
-            [x[..., a:a + 1, :] * degrees[-1][..., starts[a]:, :] for a in range(dim)], axis=-2
-        ))
-    return degrees
-
-
-def _monomials_forward(x, correlation):
-    return _monomials(x, correlation), x
-
-
-def _monomials_backward(correlation, x, cotangent):
-    return (_monomials_transpose(correlation, x, cotangent),)
-
-
-_monomials.defvjp(_monomials_forward, _monomials_backward)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _monomials_transpose(correlation: int, x: jax.Array, cotangent: jax.Array) -> jax.Array:
-    """The gradient of `sum(cotangent * _monomials(x, correlation))` in `x`, by slices and sums.
-
-    `[..., d, m]`, `[..., n_monomials, m]` -> `[..., d, m]`. Its derivatives are those of
-    `_gathered_transpose`, the same function. Jittable.
-    """
-    dim = x.shape[-2]
-    degrees = _monomials_by_degree(x, correlation)
-    sizes = np.cumsum([degree.shape[-2] for degree in degrees])[:-1]
-    cotangents = jnp.split(cotangent, sizes, axis=-2)
-    gradient = jnp.zeros_like(x)
-    for order in range(correlation, 1, -1):
-        lower, starts = degrees[order - 2], _tail_starts(dim, order - 1)
-        pieces = jnp.split(cotangents[order - 1], np.cumsum(lower.shape[-2] - starts)[:-1],
-                           axis=-2)
-        gradient = gradient + jnp.stack(
-            [jnp.sum(pieces[a] * lower[..., starts[a]:, :], axis=-2) for a in range(dim)], axis=-2
-        )
-        # the lower monomial r gets x_a * pieces[a][r - starts[a]] from every a with starts[a] <= r
-        bounds = [*starts, lower.shape[-2]]
-        segments = [
-            sum(x[..., a:a + 1, :]
-                * pieces[a][..., bounds[k] - starts[a]:bounds[k + 1] - starts[a], :]
-                for a in range(k + 1))
-            for k in range(dim)
-        ]
-        cotangents[order - 2] = cotangents[order - 2] + jnp.concatenate(segments, axis=-2)
-    return gradient + cotangents[0]
-
-
-def _monomials_transpose_forward(correlation, x, cotangent):
-    return _monomials_transpose(correlation, x, cotangent), (x, cotangent)
-
-
-def _monomials_transpose_backward(correlation, residuals, cotangent):
-    return jax.vjp(functools.partial(_gathered_transpose, correlation), *residuals)[1](cotangent)
-
-
-_monomials_transpose.defvjp(_monomials_transpose_forward, _monomials_transpose_backward)
-
-
-def _gathered_transpose(correlation: int, x: jax.Array, cotangent: jax.Array) -> jax.Array:
-    """`_monomials_transpose` by autodiff of `_gathered_monomials`. Jittable."""
-    return jax.vjp(lambda y: _gathered_monomials(y, correlation), x)[1](cotangent)[0]
-
-
-def _gathered_monomials(x: jax.Array, correlation: int) -> jax.Array:
-    """`_monomials` by gathers: degree `nu` is each sorted tuple's first variable times the row
-    of its tail among degree `nu - 1` (`_degree_rows`). Jittable, plain autodiff."""
-    degrees = [x]
-    for first, tail in _degree_rows(x.shape[-2], correlation):
+    degrees = [jnp.ones_like(x[..., :1, :]), x]
+    for first, tail in _degree_rows(x.shape[-2], correlation - 1):
         degrees.append(x[..., first, :] * degrees[-1][..., tail, :])
-    return jnp.concatenate(degrees, axis=-2)
+    return jnp.concatenate(degrees[:correlation], axis=-2)
 
 
 @functools.cache
@@ -447,15 +362,35 @@ def _degree_rows(dim: int, correlation: int) -> tuple[tuple[np.ndarray, np.ndarr
     for order in range(2, correlation + 1):
         tuples = _sorted_tuples(dim, order)
         lower = {tuple(row): index for index, row in enumerate(_sorted_tuples(dim, order - 1))}
-        rows.append((tuples[:, 0], np.array([lower[tuple(row[1:])] for row in tuples])))
+        rows.append((tuples[:, 0].astype(np.int32),
+                     np.array([lower[tuple(row[1:])] for row in tuples], np.int32)))
     return tuple(rows)
+
+
+@functools.cache
+def _nested_rows(dim: int, correlation: int) -> np.ndarray:
+    """Int `[dim, n_lower]`: where each monomial of degree 1 .. `correlation` (rows of
+    `_monomial_coefficients`) sits when written as `x_a` times a lower monomial, `a` its
+    smallest index and the lower monomial a row of `_lower_monomials`; `n_monomials` (a zero
+    row) in the cells no monomial fills. Host function."""
+    lower = {(): 0}
+    for order in range(1, correlation):
+        for row in _sorted_tuples(dim, order):
+            lower[tuple(row)] = len(lower)
+    cells = np.full((dim, len(lower)), -1)
+    monomial = 0
+    for order in range(1, correlation + 1):
+        for row in _sorted_tuples(dim, order):
+            cells[row[0], lower[tuple(row[1:])]] = monomial
+            monomial += 1
+    return np.where(cells < 0, monomial, cells).astype(np.int32)
 
 
 @functools.cache
 def _monomial_coefficients(
     irreps_in: e3nn.Irreps, correlation: int, irreps_out: e3nn.Irreps
 ) -> dict[e3nn.Irrep, tuple[tuple[str, ...], tuple[int, ...], np.ndarray]]:
-    """The symmetric bases rewritten over the monomials of `_monomials`, per output irrep.
+    """The symmetric bases rewritten over the distinct monomials, per output irrep.
     Host function.
 
     `sum_eta U_{eta k m} prod_t A_{eta_t}` over all index tuples `eta` equals
@@ -464,7 +399,8 @@ def _monomial_coefficients(
 
     Returns:
       irrep -> `(weight names, n_basis per name, M)`, `M` float64
-      `[n_monomials, sum of n_basis, ir.dim]`, the orders `correlation .. 1` side by side.
+      `[n_monomials, sum of n_basis, ir.dim]`, degrees 1 .. `correlation` in `_sorted_tuples`'
+      order, the orders `correlation .. 1` side by side on the second axis.
     """
     dim = e3nn.Irreps(irreps_in).dim
     first_row = np.cumsum([0] + [len(_sorted_tuples(dim, order))
@@ -505,13 +441,14 @@ def symmetric_contraction(
     with `U` e3nn-jax's `reduced_symmetric_tensor_product_basis` of degree `nu` divided by `nu`
     (mace-jax's `SymmetricContraction`). Each channel is contracted alone (MACE's element-wise
     contraction over channels). Evaluated over the distinct monomials `prod_t A_{f_t}` (`f`
-    sorted: 968 instead of 4,368 index tuples up to degree 3 on `0e + 1o + 2e + 3o`): the bases
-    are first contracted with each species' weights, then every atom's monomials with all of
-    them in one matrix product, and each atom keeps its own species' result, so the cost per
-    atom and channel is `n_monomials x n_species x irreps_out.dim`. Jittable. Its gradient is
-    written out (a `custom_vjp`): reverse mode works to any order (`jax.grad`, forces, training
-    on forces, `jax.jacrev(jax.jacrev(energy))` for a Hessian), forward mode (`jax.jvp`,
-    `jax.jacfwd`, `jax.hessian`) does not.
+    sorted: 968 instead of 4,368 index tuples up to degree 3 on `0e + 1o + 2e + 3o`), nested
+    so that the highest degree is never built: each monomial is `A_a` times a monomial of lower
+    degree, `a` its smallest index, so the bases, contracted with every species' weights, are
+    laid out as `[a, lower monomial]` (zero where no monomial has that smallest index), one
+    matrix product per channel takes them over the lower monomials (153 at correlation 3 on
+    those irreps), and a sum over `a` multiplies in `A_a`. Each atom keeps its own species'
+    result. Jittable; plain autodiff, so forward and reverse mode work to any order (forces,
+    training on forces, Hessians).
 
     Args:
       features: `[n_atoms, num_features, irreps_in]`, one channel's irreps on the last axis
@@ -525,9 +462,10 @@ def symmetric_contraction(
       `[n_atoms, num_features, irreps]` with the irreps of `irreps_out` that the powers reach.
     """
     x = features.array
+    dim = x.shape[-1]
     coefficients = _monomial_coefficients(features.irreps, correlation, e3nn.Irreps(irreps_out))
     irreps = e3nn.Irreps(sorted(coefficients))
-    per_species = []  # [num_features, n_monomials, n_species, ir.dim] per irrep
+    per_species = []  # [num_features, n_monomials, n_species * ir.dim] per irrep
     for _, ir in irreps:
         names, n_basis, matrix = coefficients[ir]
         for name, rows in zip(names, n_basis, strict=True):
@@ -537,11 +475,16 @@ def symmetric_contraction(
                     f"{rows}, {x.shape[1]}], found {weights[name].shape}"
                 )
         w = jnp.concatenate([weights[name] for name in names], axis=1).astype(x.dtype)
-        per_species.append(jnp.einsum("fkm,skc->cfsm", matrix.astype(x.dtype), w))
-    num_species = per_species[0].shape[2]
-    monomials = _monomials(jnp.transpose(x, (1, 2, 0)), correlation)  # [C, n_monomials, n_atoms]
-    contracted = jnp.einsum("cfn,cfo->con", monomials, jnp.concatenate(
-        [w.reshape(*w.shape[:2], -1) for w in per_species], axis=-1))  # atoms minor: faster
+        w = jnp.einsum("fkm,skc->cfsm", matrix.astype(x.dtype), w)
+        num_species = w.shape[2]
+        per_species.append(w.reshape(*w.shape[:2], -1))
+    w = jnp.concatenate(per_species, axis=-1)
+    w = jnp.concatenate([w, jnp.zeros_like(w[:, :1])], axis=1)  # the empty cells' zero row
+    nested = w[:, _nested_rows(dim, correlation)]  # [C, d, n_lower, n_species * irreps dim]
+    variables = jnp.transpose(x, (1, 2, 0))  # [C, d, n_atoms]: atoms minor, faster
+    lower = _lower_monomials(variables, correlation)  # [C, n_lower, n_atoms]
+    contracted = jnp.einsum("caon,can->con",
+                            jnp.einsum("calo,cln->caon", nested, lower), variables)
     one_hot = jax.nn.one_hot(species, num_species, dtype=x.dtype)  # [n_atoms, n_species]
     chunks, column = [], 0
     for _, ir in irreps:

@@ -25,9 +25,8 @@ The per-atom energies are MACE's interaction energies: the isolated-atom energie
 shift are `gnkit.atoms.potential`'s (`fit_reference_energies`, `ScaleShift`), as mace adds them
 outside its interaction blocks. Parameters are e3nn-jax's (`e3nn.flax.Linear`,
 `e3nn.flax.MultiLayerPerceptron`) under mace's block names (`node_embedding`,
-`interactions_{t}`, `products_{t}`, `readouts_{t}`). Derivatives are reverse mode (the
-contraction's gradient is written out): forces, stress, force training and
-`jax.jacrev(jax.jacrev(...))` Hessians work; `jax.jvp`, `jax.jacfwd` and `jax.hessian` do not.
+`interactions_{t}`, `products_{t}`, `readouts_{t}`). Derivatives are plain autodiff, forward
+and reverse: forces, stress, force training and Hessians (`jax.hessian`) work.
 """
 
 from __future__ import annotations
