@@ -338,7 +338,9 @@ def _lower_monomials(x: jax.Array, correlation: int) -> jax.Array:
     """Every monomial of degree 0 .. `correlation - 1` of the second last axis of `x`, each once.
 
     Degree `nu` is each sorted tuple's first variable times the row of its tail among degree
-    `nu - 1` (`_degree_rows`). Jittable, plain autodiff (forward and reverse, any order).
+    `nu - 1` (`_degree_rows`), both picked by products with 0/1 matrices: on XLA:CPU these are
+    faster than gathers, and their derivatives are products too. Jittable, plain autodiff
+    (forward and reverse, any order).
 
     Args:
       x: `[..., d, m]`, the variables on the second last axis.
@@ -348,9 +350,13 @@ def _lower_monomials(x: jax.Array, correlation: int) -> jax.Array:
       `[..., n_lower, m]`: the constant 1, then degree 1 (`x` itself), then each degree's
       monomials in `_sorted_tuples`' order.
     """
+    dim = x.shape[-2]
     degrees = [jnp.ones_like(x[..., :1, :]), x]
-    for first, tail in _degree_rows(x.shape[-2], correlation - 1):
-        degrees.append(x[..., first, :] * degrees[-1][..., tail, :])
+    for first, tail in _degree_rows(dim, correlation - 1):
+        pick_first = np.eye(dim, dtype=x.dtype)[first]  # [n_nu, d]
+        pick_tail = np.eye(degrees[-1].shape[-2], dtype=x.dtype)[tail]  # [n_nu, n_{nu - 1}]
+        degrees.append(jnp.einsum("fd,...dm->...fm", pick_first, x)
+                       * jnp.einsum("fd,...dm->...fm", pick_tail, degrees[-1]))
     return jnp.concatenate(degrees[:correlation], axis=-2)
 
 
