@@ -450,11 +450,13 @@ def symmetric_contraction(
     sorted: 968 instead of 4,368 index tuples up to degree 3 on `0e + 1o + 2e + 3o`), nested
     so that the highest degree is never built: each monomial is `A_a` times a monomial of lower
     degree, `a` its smallest index, so the bases, contracted with every species' weights, are
-    laid out as `[a, lower monomial]` (zero where no monomial has that smallest index), one
-    matrix product per channel takes them over the lower monomials (153 at correlation 3 on
-    those irreps), and a sum over `a` multiplies in `A_a`. Each atom keeps its own species'
-    result. Jittable; plain autodiff, so forward and reverse mode work to any order (forces,
-    training on forces, Hessians).
+    laid out as `[a, lower monomial]` (zero where no monomial has that smallest index), and one
+    einsum per channel takes them over the lower monomials (153 at correlation 3 on those
+    irreps) and multiplies in `A_a`, in the order of fewest operations: a matrix product with
+    the lower monomials first, then the sum over `a`, on large bases; the products `A_a` times
+    the lower monomials first on small ones. Each atom keeps its own species' result.
+    Jittable; plain autodiff, so forward and reverse mode work to any order (forces, training
+    on forces, Hessians).
 
     Args:
       features: `[n_atoms, num_features, irreps_in]`, one channel's irreps on the last axis
@@ -489,8 +491,7 @@ def symmetric_contraction(
     nested = w[:, _nested_rows(dim, correlation)]  # [C, d, n_lower, n_species * irreps dim]
     variables = jnp.transpose(x, (1, 2, 0))  # [C, d, n_atoms]: atoms minor, faster
     lower = _lower_monomials(variables, correlation)  # [C, n_lower, n_atoms]
-    contracted = jnp.einsum("caon,can->con",
-                            jnp.einsum("calo,cln->caon", nested, lower), variables)
+    contracted = jnp.einsum("calo,cln,can->con", nested, lower, variables)
     one_hot = jax.nn.one_hot(species, num_species, dtype=x.dtype)  # [n_atoms, n_species]
     chunks, column = [], 0
     for _, ir in irreps:
