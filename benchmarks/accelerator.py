@@ -1,5 +1,6 @@
 """One accelerator window, planned: the device, Sudoku throughput against its expectation, the
-benchmark suite against PyG and jraph, Sudoku training for the rest of the budget, validation.
+benchmark suite against PyG and jraph, MACE and NequIP energy + forces, Sudoku training for the
+rest of the budget, validation.
 
     pip install --no-deps -e . && python -m benchmarks.accelerator --out OUT --budget-min 11
 
@@ -13,18 +14,21 @@ so a window cut short keeps everything measured so far:
 3. `benchmarks`: `python -m benchmarks.device OUT/benchmarks --only BENCH_WORKLOADS` in a child
    process, stopped after `--bench-s` seconds (it rewrites its own results after each workload;
    torch shares the GPU, so JAX is told not to preallocate);
-4. `train`: the config trained in `OUT/run` until the time kept for validation, a checkpoint every
+4. `atoms`: `python -m benchmarks.atoms_potentials --no-peers` on aspirin8 and the 500-atom
+   copper cell, MACE and NequIP at the CPU table's sizes, in a child process stopped after
+   `--atoms-s` seconds (gnkit only: mace-torch and nequip are not in the image);
+5. `train`: the config trained in `OUT/run` until the time kept for validation, a checkpoint every
    `--checkpoint-every-s` and the model exported to `OUT/model` at the end; the schedule's length
    comes from the measured rate (the step compiled in stage 2 is reused when the length that
    stage assumed is within 20%);
-5. `validation`: all 18,000 validation puzzles (or `--eval-per-level` of each level) at
+6. `validation`: all 18,000 validation puzzles (or `--eval-per-level` of each level) at
    `--eval-steps` steps, per givens level.
 
 Imports only what a JAX + torch GPU image holds (no tyro, rich or matplotlib; where the image
-lacks jraph, the suite gets it from a wheel in `--wheels`, unpacked into `OUT/benchmarks/site`).
-On a CPU, `--config tiny --bench-quick --bench-only w1 --budget-min 0.4 --eval-per-level 1` runs
-every stage in about a minute (a test does, importing only the GPU image's packages). Host
-driver.
+lacks jraph or the atoms extra (e3nn-jax, ASE, vesin), the children get them from the wheels
+in `--wheels`, unpacked into their stage's `site` folder). On a CPU, `--config tiny
+--bench-quick --bench-only w1 --atoms-quick --budget-min 0.4 --eval-per-level 1` runs every
+stage in a few minutes (a test does, importing only the GPU image's packages). Host driver.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from gnkit.demos.sudoku.config import init_state  # noqa: E402
 from gnkit.demos.sudoku.data import load_data  # noqa: E402
 from gnkit.demos.sudoku.recipe import make_device_train_step  # noqa: E402
 
-STAGES = ("device", "throughput", "benchmarks", "train", "validation")
+STAGES = ("device", "throughput", "benchmarks", "atoms", "train", "validation")
 # In the order they run until --bench-s: W1 last of the five, its torch.compile row compiles long.
 BENCH_WORKLOADS = "w2,w3,w5,w4,w1,w1x8,probe,rrn"
 # Expected training puzzles/s of a preset on a device kind (benchmarks/README.md, "Budgets for an
@@ -106,6 +110,18 @@ def markdown(results: dict) -> str:
                 f"{row['speedup']:.2f} |"
             )
         lines += ["", f"Benchmarks: {bench['status']} ({bench['seconds']:.0f} s).", ""]
+    atoms = results.get("atoms")
+    if atoms:
+        lines += [
+            "| model | workload | atoms | edges | energy + forces ms | atoms/s | compile s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in atoms.get("pairs", []):
+            lines.append(
+                f"| {row['model']} | {row['workload']} | {row['n_atoms']} | {row['n_edges']} | "
+                f"{_ms(row['best_s'])} | {row['atoms_per_s']:,.0f} | {row['compile_s']:.1f} |"
+            )
+        lines += ["", f"Atoms: {atoms['status']} ({atoms['seconds']:.0f} s).", ""]
     train = results.get("train")
     if train:
         lines += [
@@ -144,17 +160,51 @@ def write(out: Path, results: dict) -> None:
 
 
 def bench_environment(wheels: Path, site: Path) -> dict:
-    """This process's environment for the suite's child. Where the image lacks jraph, the
-    pure-Python wheels in `wheels` are unpacked into `site` (a wheel is a zip of its files) and
-    `site` goes first on `PYTHONPATH`: nothing is installed into the image."""
+    """This process's environment for a child. The wheels in `wheels` whose package the image
+    lacks (the package named by the file name's first field: `jraph`, `e3nn_jax`, `ase`,
+    `vesin`, whose `py3-none` wheel loads its library through ctypes) are unpacked into
+    `site` (a wheel is a zip of its files), and `site` goes first on `PYTHONPATH`: nothing is
+    installed into the image."""
     env = dict(os.environ)
-    found = sorted(wheels.glob("*.whl"))
-    if importlib.util.find_spec("jraph") is None and found:
-        for wheel in found:
+    missing = [wheel for wheel in sorted(wheels.glob("*.whl"))
+               if importlib.util.find_spec(wheel.name.split("-")[0]) is None]
+    if missing:
+        for wheel in missing:
             zipfile.ZipFile(wheel).extractall(site)
         env["PYTHONPATH"] = os.pathsep.join([str(site.resolve()), env.get("PYTHONPATH", "")])
         env["PYTHONPATH"] = env["PYTHONPATH"].strip(os.pathsep)
     return env
+
+
+def run_atoms(out: Path, quick: bool, seconds: float, wheels: Path) -> dict:
+    """`benchmarks.atoms_potentials --no-peers` in a child process for at most `seconds`.
+
+    Returns `{"status", "seconds", "pairs"}`, one pair per model and workload it finished (it
+    rewrites its record after each): `model`, `workload`, `n_atoms`, `n_edges` and gnkit's
+    `best_s`, `atoms_per_s`, `compile_s`, `compiles_of_the_step`, `peak_rss_mb`."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "benchmarks.atoms_potentials", "--no-peers", "--reps", "5",
+               "--steps", "1", "--malloc", "default", "--json",
+               str((out / "record.json").resolve()), "--workloads"]
+    command += ["aspirin8", "--quick"] if quick else ["aspirin8,cu500"]
+    start = time.perf_counter()
+    try:
+        env = bench_environment(wheels, out / "site")
+        root = Path(__file__).resolve().parents[1]
+        done = subprocess.run(command, env=env, cwd=root, timeout=seconds)
+        status = "finished" if done.returncode == 0 else f"exit status {done.returncode}"
+    except subprocess.TimeoutExpired:
+        status = f"stopped at the {seconds:g} s limit"
+    record = {"status": status, "seconds": round(time.perf_counter() - start, 1), "pairs": []}
+    path = out / "record.json"
+    if path.is_file():
+        for pair in json.loads(path.read_text())["pairs"]:
+            (row,) = (row for row in pair["rows"].values() if row["side"] == "gnkit")
+            record["pairs"].append({
+                key: pair[key] for key in ("model", "workload", "n_atoms", "n_edges")
+            } | {key: row[key] for key in ("best_s", "atoms_per_s", "compile_s",
+                                           "compiles_of_the_step", "peak_rss_mb")})
+    return record
 
 
 def run_benchmarks(out: Path, only: str, quick: bool, seconds: float, wheels: Path) -> dict:
@@ -211,11 +261,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bench-s", type=float, default=120.0, help="benchmark suite limit")
     parser.add_argument("--bench-only", default=BENCH_WORKLOADS, help="its workloads, in order")
     parser.add_argument("--bench-quick", action="store_true", help="tiny suite sizes (tests)")
+    parser.add_argument("--atoms-s", type=float, default=90.0, help="atoms benchmark limit")
+    parser.add_argument("--atoms-quick", action="store_true", help="tiny atoms sizes (tests)")
     parser.add_argument("--checkpoint-every-s", type=float, default=60.0)
     parser.add_argument("--eval-per-level", type=int, help="default: all 1,000 per level")
     parser.add_argument("--eval-steps", type=int, default=64)
     parser.add_argument("--eval-batch", type=int, default=1000)
-    parser.add_argument("--wheels", type=Path, default=Path(".wheels"), help="jraph's wheel")
+    parser.add_argument("--wheels", type=Path, default=Path(".wheels"),
+                        help="jraph's and the atoms extra's wheels")
     return parser.parse_args(argv)
 
 
@@ -244,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     expected = expected_rate(args.config, results["device"]["device"])
     if expected:  # the stages before training take about --probe-s and --bench-s
         ahead = _training_s(deadline, expected, 0.0, args) - args.probe_s - args.bench_s
+        ahead -= args.atoms_s
         config = dataclasses.replace(config, updates=_updates(config, expected, ahead))
     config, step, measured = measure_throughput(config, pool, args.probe_s)
     rate = measured["puzzles_per_s"]
@@ -265,6 +319,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     print(f"benchmarks: {results['benchmarks']['status']}", flush=True)
     finish("benchmarks")
+
+    results["atoms"] = run_atoms(out / "atoms", args.atoms_quick, args.atoms_s, args.wheels)
+    print(f"atoms: {results['atoms']['status']}", flush=True)
+    finish("atoms")
 
     # At least a compile and a few seconds of steps, however late the earlier stages ran.
     seconds = max(

@@ -62,13 +62,15 @@ def imported_outside_gnkit(log_dir: pathlib.Path) -> dict[str, dict[str, str]]:
 
 
 def wheel_of(package: str, folder: pathlib.Path) -> pathlib.Path:
-    """The installed `package` zipped as a pure-Python wheel file in `folder`, as a checkout
-    would carry it (what the accelerator plan unpacks; `pip download` makes the real one)."""
+    """The installed `package` zipped as a wheel file in `folder` (its files, bytecode caches left
+    out), as a checkout would carry it (what the accelerator plan unpacks; `pip download` makes
+    the real one)."""
     source = pathlib.Path(importlib.import_module(package).__file__).parent
     wheel = folder / f"{package}-0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        for path in source.rglob("*.py"):
-            archive.write(path, path.relative_to(source.parent))
+        for path in source.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(source.parent))
     return wheel
 
 

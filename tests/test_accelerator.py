@@ -18,18 +18,20 @@ from gnkit.demos import sudoku as demo
 
 PLAN = ["-m", "benchmarks.accelerator", "--config", "tiny", "--budget-min", "0.4"]
 PLAN += ["--probe-s", "2", "--bench-quick", "--bench-only", "w1", "--bench-s", "240"]
-PLAN += ["--eval-per-level", "1", "--checkpoint-every-s", "5"]
+PLAN += ["--atoms-quick", "--atoms-s", "300", "--eval-per-level", "1", "--checkpoint-every-s", "5"]
+CARRIED_WHEELS = ("jraph", "e3nn_jax", "ase", "vesin")  # the image lacks them: carried
 
 
-@pytest.mark.slow  # about 3 CPU-minutes: a child interpreter runs every stage
+@pytest.mark.slow  # about 5 CPU-minutes: child interpreters run every stage
 def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_path):
-    """As in a window: the image's packages only, jraph from a carried wheel."""
+    """As in a window: the image's packages only, jraph and the atoms extra from carried wheels."""
     out, logs, wheels = tmp_path / "out", tmp_path / "logs", tmp_path / "wheels"
     logs.mkdir()
     wheels.mkdir()
-    wheel_of("jraph", wheels)
+    for package in CARRIED_WHEELS:
+        wheel_of(package, wheels)
     argv = PLAN + ["--out", str(out), "--wheels", str(wheels)]
-    done = run_as_image(argv, logs, timeout=600, carried=())
+    done = run_as_image(argv, logs, timeout=900, carried=())
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["done"] == list(accelerator.STAGES)
@@ -40,6 +42,13 @@ def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_pa
     bench = results["benchmarks"]
     assert bench["status"] == "finished" and bench["workloads"] and not bench["errors"]
     assert {row["peer"] for row in bench["summary"]} == {"jraph", "pyg eager"}
+    atoms = results["atoms"]
+    assert atoms["status"] == "finished"
+    assert [(row["model"], row["workload"]) for row in atoms["pairs"]] == [
+        ("mace", "aspirin8"), ("nequip", "aspirin8")]
+    for row in atoms["pairs"]:
+        assert (row["n_atoms"], row["n_edges"], row["compiles_of_the_step"]) == (168, 2436, 1)
+        assert row["best_s"] > 0 and row["atoms_per_s"] == pytest.approx(168 / row["best_s"])
     train = results["train"]
     assert train["updates"] >= 1 and train["puzzles_seen"] == 8 * train["updates"]
     assert (out / "run" / "checkpoints").is_dir() and (out / "run" / "metrics.jsonl").is_file()
@@ -53,18 +62,26 @@ def test_the_plan_runs_every_stage_importing_only_the_gpu_images_packages(tmp_pa
     page = (out / "results.md").read_text()
     assert "| givens | puzzles | solved |" in page and "All stages done." in page
 
-    # Two interpreters, the plan and the benchmark suite. The plan's Sudoku path needs no jraph;
-    # the suite's jraph is the unpacked wheel; every other module from outside gnkit belongs to
-    # the image.
-    imported = imported_outside_gnkit(logs)
-    assert len(imported) == 2, sorted(imported)
-    plan, suite = sorted(imported.values(), key=lambda modules: "torch_geometric" in modules)
-    assert "jraph" not in plan and {"jax", "flax", "optax", "numpy"} <= set(plan)
+    # The plan, the benchmark suite, the atoms benchmark and its gnkit worker for each model.
+    # The plan's Sudoku path needs none of the carried packages; the suite's jraph and the atoms
+    # processes' e3nn-jax, ASE and vesin are the unpacked wheels; every other module from
+    # outside gnkit belongs to the image.
+    imported = list(imported_outside_gnkit(logs).values())
+    assert len(imported) == 3 + len(atoms["pairs"]), [sorted(found)[:5] for found in imported]
+    (suite,) = (modules for modules in imported if "torch_geometric" in modules)
+    (plan,) = (modules for modules in imported if not {"torch_geometric", "ase"} & set(modules))
+    assert not {"jraph", "e3nn_jax", "vesin"} & set(plan)
+    assert {"jax", "flax", "optax", "numpy"} <= set(plan)
     assert {"jraph", "torch", "torch_geometric"} <= set(suite)
-    site = out / "benchmarks" / "site"
-    assert suite.pop("jraph").startswith(str(site))
+    assert suite.pop("jraph").startswith(str(out / "benchmarks" / "site"))
+    workers = [modules for modules in imported if "e3nn_jax" in modules]
+    assert len(workers) == len(atoms["pairs"])
+    for modules in imported:
+        for package in ("e3nn_jax", "ase", "vesin"):
+            if package in modules:
+                assert modules.pop(package).startswith(str(out / "atoms" / "site"))
     allowed = image_closure(())
-    for modules in (plan, suite):
+    for modules in imported:
         assert not {"tyro", "matplotlib"} & set(modules)
         owners = distributions_of(list(modules))
         outside = {name: dists for name, dists in owners.items() if not dists & allowed}
@@ -132,7 +149,18 @@ def test_results_page_of_a_plan_cut_after_the_throughput_stage():
     page = accelerator.markdown(results)
     assert "Device: NVIDIA H200 (gpu x 1), jax 0.11.0, Python 3.12.3." in page
     assert "batch 1024: 6,144.0 puzzles/s, expected 7,500 (compile 31.5 s)." in page
-    assert page.rstrip().endswith("Stages left: benchmarks, train, validation.")
+    assert page.rstrip().endswith("Stages left: benchmarks, atoms, train, validation.")
+
+
+def test_results_page_lists_the_atoms_stages_pairs():
+    results = {"command": "python -m benchmarks.accelerator", "done": ["atoms"], "atoms": {
+        "status": "finished", "seconds": 61.8, "pairs": [
+            {"model": "mace", "workload": "cu500", "n_atoms": 500, "n_edges": 21534,
+             "best_s": 0.0125, "atoms_per_s": 40_000.0, "compile_s": 12.34,
+             "compiles_of_the_step": 1, "peak_rss_mb": 2048.0}]}}
+    page = accelerator.markdown(results)
+    assert "| mace | cu500 | 500 | 21534 | 12.5 | 40,000 | 12.3 |" in page
+    assert "Atoms: finished (62 s)." in page
     assert "Training" not in page and "| givens |" not in page
 
 
@@ -142,17 +170,21 @@ def test_a_benchmark_run_past_its_limit_is_stopped_and_recorded(tmp_path):
     assert "summary" not in record  # it finished no workload
 
 
-def test_wheels_are_unpacked_onto_the_path_only_where_jraph_is_missing(tmp_path, monkeypatch):
+def test_wheels_are_unpacked_onto_the_path_only_for_the_packages_missing(tmp_path, monkeypatch):
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     wheels.mkdir()
     wheel_of("jraph", wheels)
+    wheel_of("e3nn_jax", wheels)
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     assert accelerator.bench_environment(wheels, site)["PYTHONPATH"] == "/somewhere"
     assert not site.exists()
-    monkeypatch.setattr(accelerator.importlib.util, "find_spec", lambda name: None)
+    found = accelerator.importlib.util.find_spec
+    monkeypatch.setattr(accelerator.importlib.util, "find_spec",
+                        lambda name: None if name == "jraph" else found(name))
     path = accelerator.bench_environment(wheels, site)["PYTHONPATH"].split(os.pathsep)
     assert path == [str(site), "/somewhere"]
     assert (site / "jraph" / "__init__.py").is_file() and (site / "jraph" / "_src").is_dir()
+    assert not (site / "e3nn_jax").exists()
 
 
 @pytest.mark.parametrize("name", ["gpu", "tiny"])
