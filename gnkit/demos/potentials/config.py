@@ -173,8 +173,8 @@ CONFIGS = {
 
 PRESET_NOTES = {
     "default": "MACE 64x0e + 64x1o, l = 2, on all 950 training frames for 150 epochs, batch 5 "
-    "(about 0.12 CPU-s an update on one core, 0.15 on two: under an hour of CPU time on one "
-    "core, e.g. `taskset -c 0`)",
+    "(about 0.1 CPU-s an update on one core, validation included: about 46 CPU-minutes on one "
+    "core, e.g. `taskset -c 0`; two cores finish sooner but spend more CPU)",
     "quick": "a first look in a few CPU-minutes: small models, 200 training frames (EMT: 100), "
     "10 epochs, 300 test frames (EMT: 50)",
     "paper": "the MACE paper's sizes (128x0e + 128x1o, l = 3, correlation 3, batch 5, lr 0.01, "
