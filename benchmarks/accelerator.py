@@ -77,6 +77,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g}"
 
 
+def _child_table(name: str, stage: dict, key: str, header: tuple, cells) -> list[str]:
+    """A child stage's rows (`stage[key]`, each through `cells`) as a Markdown table, then its
+    status line."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, cells(row))) + " |" for row in stage.get(key, [])]
+    return lines + ["", f"{name}: {stage['status']} ({stage['seconds']:.0f} s).", ""]
+
+
 def markdown(results: dict) -> str:
     """The results so far as Markdown: one section per stage that ran, then the stages left."""
     lines = [f"# Accelerator plan, `{results['command']}`", ""]
@@ -99,29 +107,22 @@ def markdown(results: dict) -> str:
         ]
     bench = results.get("benchmarks")
     if bench:
-        lines += [
-            "| workload | peer | gnkit ms | peer best ms | peer's best setting | speed-up |",
-            "|---|---|---|---|---|---|",
-        ]
-        for row in bench.get("summary", []):
-            lines.append(
-                f"| {row['workload']} | {row['peer']} | {_ms(row['gnkit_best_s'])} | "
-                f"{_ms(row['peer_best_s'])} | {row['peer_best_setting']} | "
-                f"{row['speedup']:.2f} |"
-            )
-        lines += ["", f"Benchmarks: {bench['status']} ({bench['seconds']:.0f} s).", ""]
+        lines += _child_table(
+            "Benchmarks", bench, "summary",
+            ("workload", "peer", "gnkit ms", "peer best ms", "peer's best setting", "speed-up"),
+            lambda row: (row["workload"], row["peer"], _ms(row["gnkit_best_s"]),
+                         _ms(row["peer_best_s"]), row["peer_best_setting"],
+                         f"{row['speedup']:.2f}"),
+        )
     atoms = results.get("atoms")
     if atoms:
-        lines += [
-            "| model | workload | atoms | edges | energy + forces ms | atoms/s | compile s |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in atoms.get("pairs", []):
-            lines.append(
-                f"| {row['model']} | {row['workload']} | {row['n_atoms']} | {row['n_edges']} | "
-                f"{_ms(row['best_s'])} | {row['atoms_per_s']:,.0f} | {row['compile_s']:.1f} |"
-            )
-        lines += ["", f"Atoms: {atoms['status']} ({atoms['seconds']:.0f} s).", ""]
+        lines += _child_table(
+            "Atoms", atoms, "pairs",
+            ("model", "workload", "atoms", "edges", "energy + forces ms", "atoms/s", "compile s"),
+            lambda row: (row["model"], row["workload"], row["n_atoms"], row["n_edges"],
+                         _ms(row["best_s"]), f"{row['atoms_per_s']:,.0f}",
+                         f"{row['compile_s']:.1f}"),
+        )
     train = results.get("train")
     if train:
         lines += [
@@ -176,6 +177,20 @@ def bench_environment(wheels: Path, site: Path) -> dict:
     return env
 
 
+def run_child(command: list[str], site: Path, seconds: float, wheels: Path) -> dict:
+    """`command` in the repository root with the carried wheels (`bench_environment`), stopped
+    after `seconds`; `{"status", "seconds"}`."""
+    start = time.perf_counter()
+    try:
+        env = bench_environment(wheels, site)
+        root = Path(__file__).resolve().parents[1]
+        done = subprocess.run(command, env=env, cwd=root, timeout=seconds)
+        status = "finished" if done.returncode == 0 else f"exit status {done.returncode}"
+    except subprocess.TimeoutExpired:
+        status = f"stopped at the {seconds:g} s limit"
+    return {"status": status, "seconds": round(time.perf_counter() - start, 1)}
+
+
 def run_atoms(out: Path, quick: bool, seconds: float, wheels: Path) -> dict:
     """`benchmarks.atoms_potentials --no-peers` in a child process for at most `seconds`.
 
@@ -187,15 +202,7 @@ def run_atoms(out: Path, quick: bool, seconds: float, wheels: Path) -> dict:
                "--steps", "1", "--malloc", "default", "--json",
                str((out / "record.json").resolve()), "--workloads"]
     command += ["aspirin8", "--quick"] if quick else ["aspirin8,cu500"]
-    start = time.perf_counter()
-    try:
-        env = bench_environment(wheels, out / "site")
-        root = Path(__file__).resolve().parents[1]
-        done = subprocess.run(command, env=env, cwd=root, timeout=seconds)
-        status = "finished" if done.returncode == 0 else f"exit status {done.returncode}"
-    except subprocess.TimeoutExpired:
-        status = f"stopped at the {seconds:g} s limit"
-    record = {"status": status, "seconds": round(time.perf_counter() - start, 1), "pairs": []}
+    record = {**run_child(command, out / "site", seconds, wheels), "pairs": []}
     path = out / "record.json"
     if path.is_file():
         for pair in json.loads(path.read_text())["pairs"]:
@@ -215,15 +222,7 @@ def run_benchmarks(out: Path, only: str, quick: bool, seconds: float, wheels: Pa
     finished."""
     command = [sys.executable, "-m", "benchmarks.device", str(out.resolve()), "--only", only]
     command += ["--quick"] if quick else []
-    start = time.perf_counter()
-    try:
-        env = bench_environment(wheels, out / "site")
-        root = Path(__file__).resolve().parents[1]
-        done = subprocess.run(command, env=env, cwd=root, timeout=seconds)
-        status = "finished" if done.returncode == 0 else f"exit status {done.returncode}"
-    except subprocess.TimeoutExpired:
-        status = f"stopped at the {seconds:g} s limit"
-    record = {"status": status, "seconds": round(time.perf_counter() - start, 1)}
+    record = run_child(command, out / "site", seconds, wheels)
     path = out / "results.json"
     if path.is_file():
         suite = json.loads(path.read_text())
