@@ -373,16 +373,21 @@ def _degree_rows(dim: int, correlation: int) -> tuple[tuple[np.ndarray, np.ndarr
     return tuple(rows)
 
 
+def _lower_rows(dim: int, correlation: int) -> dict[tuple[int, ...], int]:
+    """Each monomial of degree 0 .. `correlation - 1` (a sorted index tuple) -> its row in
+    `_lower_monomials`. Host function."""
+    tuples = [()] + [tuple(row) for order in range(1, correlation)
+                     for row in _sorted_tuples(dim, order)]
+    return {row: index for index, row in enumerate(tuples)}
+
+
 @functools.cache
 def _nested_rows(dim: int, correlation: int) -> np.ndarray:
     """Int `[dim, n_lower]`: where each monomial of degree 1 .. `correlation` (rows of
     `_monomial_coefficients`) sits when written as `x_a` times a lower monomial, `a` its
     smallest index and the lower monomial a row of `_lower_monomials`; `n_monomials` (a zero
     row) in the cells no monomial fills. Host function."""
-    lower = {(): 0}
-    for order in range(1, correlation):
-        for row in _sorted_tuples(dim, order):
-            lower[tuple(row)] = len(lower)
+    lower = _lower_rows(dim, correlation)
     cells = np.full((dim, len(lower)), -1)
     monomial = 0
     for order in range(1, correlation + 1):
